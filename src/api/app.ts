@@ -1,0 +1,44 @@
+import Koa from 'koa';
+import type Router from '@koa/router';
+import type { Deps } from '../deps';
+import { methodNotAllowed, notFound } from './errors';
+import { accessLog } from './middleware/access-log';
+import { errorHandler } from './middleware/error-handler';
+import { requestId } from './middleware/request-id';
+import { healthRouter } from './routes/health';
+import type { AppContext, AppState } from './types';
+
+export type AnyRouter = Router<AppState, AppContext>;
+
+export interface AppOptions {
+  /** Additional routers mounted after the product's own (tests use this for probe routes). */
+  extraRouters?: AnyRouter[];
+}
+
+/**
+ * The gateway's Koa application. Cross-cutting middleware runs in this visible order:
+ * request id → access log → error envelope; then each resource's router, whose routes
+ * chain rate limit → auth → body → handler themselves.
+ */
+export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, AppContext> {
+  const app = new Koa<AppState, AppContext>();
+  app.proxy = false;
+  app.silent = true; // errors are logged by errorHandler with the request id, not by Koa
+
+  app.use(requestId(deps.logger));
+  app.use(accessLog());
+  app.use(errorHandler());
+
+  const routers: AnyRouter[] = [healthRouter(deps), ...(options.extraRouters ?? [])];
+  for (const router of routers) app.use(router.routes());
+  // Nothing answered: 405 when the path exists under other methods, else 404.
+  app.use((ctx) => {
+    const allowed = new Set<string>();
+    for (const router of routers) {
+      for (const layer of router.stack) if (layer.methods.length > 0 && layer.match(ctx.path)) layer.methods.forEach((m) => allowed.add(m));
+    }
+    if (allowed.size > 0) throw methodNotAllowed([...allowed]);
+    throw notFound('route');
+  });
+  return app;
+}

@@ -1,0 +1,17 @@
+import type { Middleware } from '../types';
+
+/** One JSON line per request: method, path (never the query string), status, duration. */
+export function accessLog(): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
+      ctx.state.log.info(
+        { method: ctx.method, path: ctx.path, status: ctx.status, duration_ms: Math.round(duration_ms * 100) / 100 },
+        'request',
+      );
+    }
+  };
+}

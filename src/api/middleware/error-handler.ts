@@ -1,0 +1,55 @@
+import { ApiError } from '../errors';
+import type { AppContext, Middleware } from '../types';
+
+// Provider-native (Anthropic) error types by status, for POST /v1/messages.
+const NATIVE_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'invalid_request_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  409: 'invalid_request_error',
+  413: 'request_too_large',
+  415: 'invalid_request_error',
+  429: 'rate_limit_error',
+  503: 'overloaded_error',
+  529: 'overloaded_error',
+};
+
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  // Koa / raw-body style errors carry `status` and `expose`.
+  const e = error as { status?: number; expose?: boolean; message?: string; type?: string };
+  if (e && typeof e.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {
+    return new ApiError(e.status, e.status === 404 ? 'not_found_error' : 'invalid_request_error', e.message ?? 'bad request');
+  }
+  return new ApiError(500, 'api_error', 'internal server error; it is safe to retry once');
+}
+
+export function renderError(ctx: AppContext, error: ApiError): void {
+  ctx.status = error.status;
+  for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+  const request_id = ctx.state.requestId;
+  if (ctx.state.errorFormat === 'anthropic') {
+    const type = error.type === 'content_policy_violation' ? error.type : (NATIVE_TYPES[error.status] ?? 'api_error');
+    ctx.body = { type: 'error', error: { type, message: error.message, request_id } };
+  } else {
+    ctx.body = { error: { message: error.message, type: error.type, code: error.status, request_id } };
+  }
+}
+
+export function errorHandler(): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (thrown) {
+      const error = toApiError(thrown);
+      if (error.status >= 500 && !(thrown instanceof ApiError)) {
+        ctx.state.log.error({ err: thrown }, 'unhandled error');
+      }
+      if (ctx.headerSent || !ctx.writable) return; // a stream already began; its own protocol reported the failure
+      renderError(ctx, error);
+    }
+  };
+}

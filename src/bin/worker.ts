@@ -1,0 +1,20 @@
+import { Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { loadConfig } from '../config';
+import { closeDeps, createDeps } from '../deps';
+import { createWorker } from '../temporal/worker';
+import { runMain, shutdownOn } from './run';
+
+runMain('worker', async () => {
+  const deps = createDeps(loadConfig());
+  Runtime.install({ telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } } });
+  const { worker, connection } = await createWorker(deps);
+  deps.logger.info({ taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, 'worker polling');
+  const running = worker.run();
+  shutdownOn(deps.logger, async () => {
+    worker.shutdown(); // finishes in-flight tasks, then run() resolves
+    await running;
+    await connection.close();
+    await closeDeps(deps);
+  });
+  await running;
+});

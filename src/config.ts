@@ -1,0 +1,84 @@
+import { z } from 'zod';
+
+/**
+ * Configuration comes only from environment variables, parsed once at start-up.
+ * A bad or missing value stops the process with a message naming the variable.
+ * Defaults point at the local services started by scripts/services.sh.
+ */
+const port = z.coerce.number().int().min(0).max(65535);
+const optionalString = z.string().min(1).optional();
+const bool = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+
+export const ConfigSchema = z.object({
+  ENVIRONMENT: z.string().min(1).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PORT: port.default(8080),
+  PLATFORM_PORT: port.default(8081),
+  SIMULATOR_PORT: port.default(8090),
+  HOST: z.string().default('127.0.0.1'),
+  DATABASE_URL: z.url().default('postgres://gateway:gateway@127.0.0.1:54329/gateway'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('agent-runs'),
+  ELASTICSEARCH_URL: z.url().default('http://127.0.0.1:9201'),
+  /** Index/alias name prefix, so tests and several deployments can share one cluster. */
+  ELASTICSEARCH_INDEX_PREFIX: z.string().regex(/^[a-z0-9_-]+$/).default('kb'),
+  /** JSON request body limit for ordinary routes (bytes). */
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** Request size limit of POST /v1/messages (bytes). */
+  MESSAGES_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(32 * 1024 * 1024),
+  /** Per-key token bucket: sustained requests per second and burst size. */
+  RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
+  RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
+  RATE_LIMIT_ENABLED: bool.default(true),
+  /** Secret for signing browser session tokens and encrypting site secrets (hex or any string, >= 32 chars). */
+  GATEWAY_SECRET: z.string().min(32).default('development-secret-change-me-development-secret'),
+  /** OIDC issuer and JWKS URL for identity-provider tokens; the dev issuer is built in. */
+  OIDC_ISSUER: z.string().min(1).default('agent-gateway-dev-issuer'),
+  OIDC_JWKS_URL: optionalString,
+  OIDC_AUDIENCE: z.string().min(1).default('agent-gateway'),
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: optionalString,
+  ANTHROPIC_API_KEY: optionalString,
+  ANTHROPIC_BASE_URL: optionalString,
+  GOOGLE_API_KEY: optionalString,
+  GOOGLE_BASE_URL: optionalString,
+  SIMULATOR_URL: z.url().default('http://127.0.0.1:8090'),
+  /** Upstream request timeout for provider calls (ms). */
+  UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120000),
+  /** Comma-separated moderation block list (case-insensitive substrings). */
+  MODERATION_BLOCKLIST: z.string().default(''),
+  /** Agent runs: turn cap, run timer and the time a client-tool pause may wait. */
+  RUN_MAX_ITERATIONS: z.coerce.number().int().min(1).default(25),
+  RUN_TIMEOUT_MS: z.coerce.number().int().min(100).default(10 * 60 * 1000),
+  RUN_ABANDON_AFTER_MS: z.coerce.number().int().min(100).default(24 * 60 * 60 * 1000),
+  /** Interval of the worker's reconciler that re-signals sessions with unprocessed events (ms). */
+  RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+  /** OpenAI-compatible embeddings endpoint for semantic search; keyword-only when unset. */
+  EMBEDDINGS_URL: optionalString,
+  EMBEDDINGS_MODEL: optionalString,
+  EMBEDDINGS_API_KEY: optionalString,
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(ConfigSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const result = ConfigSchema.safeParse(input);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  return result.data;
+}
+
+export const isDevelopment = (config: Pick<Config, 'ENVIRONMENT'>): boolean => config.ENVIRONMENT === 'development';

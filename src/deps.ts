@@ -1,0 +1,32 @@
+import type { Config } from './config';
+import { createLogger, type Logger } from './logger';
+import { createPool, type Db } from './store/db';
+import { createSearchClient, type SearchClient } from './search/client';
+import { LazyTemporalClient } from './temporal/client';
+
+/**
+ * The process-wide dependencies the api and the worker are built from. Created once
+ * at start-up from the parsed config and injected everywhere; tests build their own
+ * with overridden config.
+ */
+export interface Deps {
+  config: Config;
+  logger: Logger;
+  db: Db;
+  search: SearchClient;
+  temporal: LazyTemporalClient;
+}
+
+export function createDeps(config: Config, logger: Logger = createLogger({ level: config.LOG_LEVEL })): Deps {
+  return {
+    config,
+    logger,
+    db: createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
+    search: createSearchClient(config.ELASTICSEARCH_URL),
+    temporal: new LazyTemporalClient({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE }),
+  };
+}
+
+export async function closeDeps(deps: Deps): Promise<void> {
+  await Promise.allSettled([deps.db.end(), deps.search.close(), deps.temporal.close()]);
+}

@@ -1,0 +1,39 @@
+import { Client, Connection } from '@temporalio/client';
+
+export interface TemporalConnectionSettings {
+  address: string;
+  namespace: string;
+}
+
+/**
+ * A lazily connected Temporal client: the api starts (and answers /healthz) even
+ * when Temporal is down, and reconnects on the next use after a failure.
+ */
+export class LazyTemporalClient {
+  private pending?: Promise<Client>;
+  constructor(private readonly settings: TemporalConnectionSettings) {}
+
+  get(): Promise<Client> {
+    if (!this.pending) {
+      this.pending = Connection.connect({ address: this.settings.address, connectTimeout: 3000 })
+        .then((connection) => new Client({ connection, namespace: this.settings.namespace }))
+        .catch((error) => {
+          this.pending = undefined;
+          throw error;
+        });
+    }
+    return this.pending;
+  }
+
+  /** Asks the frontend's gRPC health service; throws when Temporal is unreachable. */
+  async checkHealth(): Promise<void> {
+    const client = await this.get();
+    await (client.connection as Connection).healthService.check({});
+  }
+
+  async close(): Promise<void> {
+    const pending = this.pending;
+    this.pending = undefined;
+    if (pending) await pending.then((client) => client.connection.close()).catch(() => undefined);
+  }
+}

@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import { Runtime, DefaultLogger } from '@temporalio/worker';
+import { startApi, type TestApi } from '../support/harness';
+import { uniqueId } from '../support/config';
+import { createWorker } from '../../src/temporal/worker';
+import Router from '@koa/router';
+import { jsonBody } from '../../src/api/middleware/json-body';
+import type { AppContext, AppState } from '../../src/api/types';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  await api.close();
+});
+
+describe('real services', () => {
+  test('a row round-trips through Postgres', async () => {
+    const id = uniqueId('acct_');
+    await api.deps.db.query('INSERT INTO accounts (id, name) VALUES ($1, $2)', [id, 'Round trip ✓']);
+    const { rows } = await api.deps.db.query('SELECT name FROM accounts WHERE id = $1', [id]);
+    expect(rows).toEqual([{ name: 'Round trip ✓' }]);
+  });
+
+  test('a document is indexed and found in Elasticsearch', async () => {
+    const index = `test-foundation-${uniqueId()}`;
+    const word = uniqueId('word');
+    await api.deps.search.index({ index, id: 'd1', document: { content: `hello ${word}` }, refresh: true });
+    const result = await api.deps.search.search({ index, query: { match: { content: word } } });
+    expect(result.hits.hits.map((hit) => hit._id)).toEqual(['d1']);
+    await api.deps.search.indices.delete({ index });
+  });
+
+  test('a trivial workflow is executed by the real worker through the real Temporal server', async () => {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const { worker, connection } = await createWorker(api.deps);
+    const client = await api.deps.temporal.get();
+    const result = await worker.runUntil(
+      client.workflow.execute('healthCheckWorkflow', {
+        taskQueue: api.deps.config.TEMPORAL_TASK_QUEUE,
+        workflowId: `test-health/${randomUUID()}`,
+        args: ['hi'],
+      }),
+    );
+    await connection.close();
+    expect(result).toBe('pong: hi');
+  });
+});
+
+describe('HTTP basics', () => {
+  test('healthz and readyz answer 200 when every service is up', async () => {
+    const health = await fetch(`${api.url}/healthz`);
+    expect(health.status).toBe(200);
+    const ready = await fetch(`${api.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', services: { postgres: 'up', elasticsearch: 'up', temporal: 'up' } });
+  });
+
+  test('every response carries X-Request-ID; an acceptable incoming id is kept', async () => {
+    const generated = await fetch(`${api.url}/healthz`);
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const kept = await fetch(`${api.url}/healthz`, { headers: { 'X-Request-ID': 'abcdef0123456789abcdef0123456789' } });
+    expect(kept.headers.get('x-request-id')).toBe('abcdef0123456789abcdef0123456789');
+    const forged = await fetch(`${api.url}/healthz`, { headers: { 'X-Request-ID': 'bad id with spaces' } });
+    expect(forged.headers.get('x-request-id')).not.toContain('bad');
+  });
+
+  async function expectEnvelope(response: Response, status: number, type: string) {
+    expect(response.status).toBe(status);
+    const body = await response.json();
+    const requestId = response.headers.get('x-request-id');
+    expect(requestId).toBeTruthy();
+    expect(body).toEqual({ error: { message: expect.any(String), type, code: status, request_id: requestId } });
+    return body;
+  }
+
+  test('unknown route: 404 envelope', async () => {
+    await expectEnvelope(await fetch(`${api.url}/v1/nope`), 404, 'not_found_error');
+  });
+
+  test('wrong method: 405 envelope with Allow', async () => {
+    const response = await fetch(`${api.url}/healthz`, { method: 'DELETE' });
+    expect(response.headers.get('allow')).toContain('GET');
+    await expectEnvelope(response, 405, 'method_not_allowed');
+  });
+
+  test('body errors: malformed JSON 400, non-JSON 415, oversize 413', async () => {
+    const probe = await startApiWithProbe();
+    try {
+      const post = (body: string, type = 'application/json') =>
+        fetch(`${probe.url}/v1/_probe/echo`, { method: 'POST', headers: { 'content-type': type }, body });
+      await expectEnvelope(await post('{"a":'), 400, 'invalid_request_error');
+      await expectEnvelope(await post('a=b', 'application/x-www-form-urlencoded'), 415, 'unsupported_media_type');
+      await expectEnvelope(await post(JSON.stringify({ pad: 'x'.repeat(5000) })), 413, 'request_too_large');
+      const ok = await post('{"a":1}');
+      expect(ok.status).toBe(200);
+      expect(await ok.json()).toEqual({ received: { a: 1 } });
+    } finally {
+      await probe.close();
+    }
+  });
+
+  test('an unexpected exception becomes a 500 that leaks nothing', async () => {
+    const probe = await startApiWithProbe();
+    try {
+      const response = await fetch(`${probe.url}/v1/_probe/crash`, { method: 'POST' });
+      const body = await expectEnvelope(response, 500, 'api_error');
+      expect(JSON.stringify(body)).not.toContain('secret internal detail');
+      expect(probe.logs.some((line) => line.includes('unhandled error'))).toBe(true);
+    } finally {
+      await probe.close();
+    }
+  });
+
+  test('access log lines carry method, path, status, duration and the request id', async () => {
+    const response = await fetch(`${api.url}/healthz?token=should-not-appear`);
+    const id = response.headers.get('x-request-id');
+    const line = api.logs.map((l) => JSON.parse(l)).find((entry) => entry.request_id === id && entry.msg === 'request');
+    expect(line).toMatchObject({ method: 'GET', path: '/healthz', status: 200, duration_ms: expect.any(Number) });
+    expect(api.logs.join('\n')).not.toContain('should-not-appear');
+  });
+});
+
+/** The api plus a probe router (test-only) that exercises the shared body parser and error path. */
+function startApiWithProbe() {
+  const probe = new Router<AppState, AppContext>();
+  probe.post('/v1/_probe/echo', jsonBody(4096), (ctx) => {
+    ctx.body = { received: ctx.request.body };
+  });
+  probe.post('/v1/_probe/crash', () => {
+    throw new Error('secret internal detail');
+  });
+  return startApi({}, { extraRouters: [probe] });
+}
