@@ -18,7 +18,7 @@ test('/readyz answers 503 naming Elasticsearch while it is stopped, and 200 once
   services('stop', 'elasticsearch');
   const down = await fetch(`${api.url}/readyz`);
   expect(down.status).toBe(503);
-  const body = await down.json();
+  const body = (await down.json()) as { message: string; services: unknown };
   expect(body.message).toBe('not reachable: elasticsearch');
   expect(body.services).toEqual({ postgres: 'up', elasticsearch: 'down', temporal: 'up' });
 

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import type { Deps } from '../../deps';
+import { rateLimited } from '../errors';
+import type { Middleware } from '../types';
+
+/**
+ * Per-credential token bucket (rate RATE_LIMIT_PER_SECOND, burst RATE_LIMIT_BURST).
+ * It runs before authentication, keyed by a digest of the presented credential (or the
+ * client address when there is none), so floods are refused without database work.
+ * Buckets live in this process: a deployment with several api instances enforces the
+ * shared limit at the edge (load balancer), as the spec describes; this is the
+ * per-instance backstop.
+ */
+export class TokenBuckets {
+  private readonly buckets = new Map<string, { tokens: number; updated: number }>();
+  constructor(private readonly ratePerSecond: number, private readonly burst: number, private readonly now = () => performance.now()) {}
+
+  /** Takes one token; returns 0 when allowed, else the seconds to wait. */
+  take(key: string): number {
+    const now = this.now();
+    const bucket = this.buckets.get(key) ?? { tokens: this.burst, updated: now };
+    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.updated) / 1000) * this.ratePerSecond);
+    bucket.updated = now;
+    this.buckets.set(key, bucket);
+    if (this.buckets.size > 100_000) this.evictFull();
+    if (bucket.tokens >= 1) {
+      bucket.tokens -= 1;
+      return 0;
+    }
+    return this.ratePerSecond > 0 ? Math.ceil((1 - bucket.tokens) / this.ratePerSecond) : 60;
+  }
+
+  /** Full buckets carry no state worth keeping. */
+  private evictFull(): void {
+    for (const [key, bucket] of this.buckets) if (bucket.tokens >= this.burst - 1) this.buckets.delete(key);
+  }
+}
+
+const bucketsByDeps = new WeakMap<Deps, TokenBuckets>();
+
+export function rateLimit(deps: Deps): Middleware {
+  if (!deps.config.RATE_LIMIT_ENABLED) return (_ctx, next) => next();
+  let buckets = bucketsByDeps.get(deps);
+  if (!buckets) {
+    buckets = new TokenBuckets(deps.config.RATE_LIMIT_PER_SECOND, deps.config.RATE_LIMIT_BURST);
+    bucketsByDeps.set(deps, buckets);
+  }
+  const shared = buckets;
+  return async (ctx, next) => {
+    const credential = ctx.get('authorization') || ctx.get('x-api-key');
+    const key = credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`;
+    const wait = shared.take(key);
+    if (wait > 0) throw rateLimited(wait);
+    await next();
+  };
+}

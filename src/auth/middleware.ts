@@ -1,0 +1,119 @@
+import type { Deps } from '../deps';
+import { ApiError, forbidden } from '../api/errors';
+import type { Middleware } from '../api/types';
+import { findApiKeyByHash, touchApiKey } from '../store/api-keys';
+import { findServiceTokenByHash } from '../store/service-tokens';
+import { hashSecret, isWellFormedApiKey, API_KEY_PREFIX } from './api-keys';
+import type { Principal } from './principal';
+import { hasAccess, type Scope } from './scopes';
+import { SERVICE_TOKEN_PREFIX, jwtAlgorithm, verifyBrowserToken, verifyIdpToken } from './tokens';
+
+export type CredentialKind = 'api_key' | 'service_token' | 'browser_session' | 'okta';
+
+export interface AuthRequirement {
+  /** Scope an API key needs, at `access` (read for GET, write otherwise). */
+  scope?: Scope;
+  access?: 'read' | 'write';
+  /** Credential kinds the route accepts; API keys and site service tokens by default. */
+  accept?: CredentialKind[];
+  /** `x-api-key` as an alternative header (POST /v1/messages only). */
+  allowXApiKey?: boolean;
+}
+
+export const REALM = 'gateway';
+
+export const missingCredential = () =>
+  new ApiError(401, 'authentication_error', 'missing bearer token in the Authorization header', {
+    headers: { 'WWW-Authenticate': `Bearer realm="${REALM}"` },
+  });
+
+export const invalidToken = () =>
+  new ApiError(401, 'invalid_token', 'the access token is invalid, malformed or revoked', {
+    headers: { 'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token"` },
+  });
+
+function bearerFrom(header: string): string | undefined {
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/** Resolves a presented credential to a principal, or throws 401 `invalid_token`. */
+export async function resolveCredential(deps: Deps, token: string): Promise<Principal> {
+  if (token.startsWith(API_KEY_PREFIX)) {
+    // Malformed keys are refused before any database lookup.
+    if (!isWellFormedApiKey(token)) throw invalidToken();
+    const key = await findApiKeyByHash(deps.db, hashSecret(token));
+    if (!key || key.revoked_at) throw invalidToken();
+    void touchApiKey(deps.db, key.id).catch(() => undefined);
+    return {
+      method: 'api_key',
+      actorType: key.owner_subject ? 'authenticated' : 'service',
+      accountId: key.account_id,
+      projectId: key.project_id,
+      keyId: key.id,
+      scopes: key.scopes,
+      subject: key.owner_subject ?? undefined,
+      keyType: key.key_type,
+    };
+  }
+  if (token.startsWith(SERVICE_TOKEN_PREFIX)) {
+    const record = /^sst_[A-Za-z0-9_-]{43}$/.test(token) ? await findServiceTokenByHash(deps.db, hashSecret(token)) : undefined;
+    if (!record || record.revoked_at) throw invalidToken();
+    return { method: 'service_token', actorType: 'service', accountId: record.account_id, clientId: record.client_id, keyId: record.id };
+  }
+  const algorithm = jwtAlgorithm(token);
+  if (algorithm === 'HS256') {
+    const claims = await verifyBrowserToken(deps.config, token).catch(() => undefined);
+    if (!claims) throw invalidToken();
+    return {
+      method: 'browser_session',
+      actorType: claims.ownerId ? 'authenticated' : 'anonymous',
+      accountId: claims.accountId,
+      projectId: claims.projectId,
+      agentId: claims.agentId,
+      ownerId: claims.ownerId,
+    };
+  }
+  if (algorithm) {
+    const claims = await verifyIdpToken(deps.config, token).catch(() => undefined);
+    if (!claims || claims.accountIds.length === 0) throw invalidToken();
+    return { method: 'okta', actorType: 'authenticated', accountId: claims.accountIds[0]!, accountIds: claims.accountIds, subject: claims.subject };
+  }
+  throw invalidToken();
+}
+
+const KIND_LABEL: Record<CredentialKind, string> = {
+  api_key: 'API key',
+  service_token: 'service token',
+  browser_session: 'browser session token',
+  okta: 'identity-provider token',
+};
+
+/**
+ * Authenticates the request and authorizes its credential kind and scope. Sets
+ * `ctx.state.principal`. 401 (with WWW-Authenticate) when the credential is missing or
+ * invalid; 403 `permission_error` naming what is missing when it is valid but not enough.
+ */
+export function authenticate(deps: Deps, requirement: AuthRequirement = {}): Middleware {
+  const accept = requirement.accept ?? ['api_key', 'service_token'];
+  return async (ctx, next) => {
+    const header = ctx.get('authorization');
+    let token = header ? bearerFrom(header) : undefined;
+    if (header && !token) throw invalidToken();
+    if (!token && requirement.allowXApiKey) token = ctx.get('x-api-key') || undefined;
+    if (!token) throw missingCredential();
+
+    const principal = await resolveCredential(deps, token);
+    if (!accept.includes(principal.method as CredentialKind)) {
+      throw forbidden(`this endpoint does not accept a ${KIND_LABEL[principal.method as CredentialKind] ?? principal.method}`);
+    }
+    if (requirement.scope) {
+      const access = requirement.access ?? (ctx.method === 'GET' || ctx.method === 'HEAD' ? 'read' : 'write');
+      if (!hasAccess(principal, requirement.scope, access)) {
+        throw forbidden(`the API key lacks the '${requirement.scope}:${access}' scope`);
+      }
+    }
+    ctx.state.principal = principal;
+    await next();
+  };
+}

@@ -1,0 +1,11 @@
+import type { Pool } from 'pg';
+import type { Config } from '../config';
+
+/** Admin commands contributed by other modules (platform users, sites, ...). */
+export interface AdminExtension {
+  command: string;
+  usage: string;
+  run(db: Pool, flags: Record<string, string | undefined>, config: Config): Promise<unknown>;
+}
+
+export const ADMIN_EXTENSIONS: AdminExtension[] = [];

@@ -1,0 +1,73 @@
+import type { Access } from '../auth/principal';
+import type { Preset, Scope } from '../auth/scopes';
+import type { Queryable } from './db';
+import { newId } from './ids';
+
+export interface ApiKeyRecord {
+  id: string;
+  project_id: string;
+  account_id: string;
+  preset: Preset;
+  scopes: Record<Scope, Access>;
+  key_type: 'standard' | 'personal' | 'project';
+  owner_subject: string | null;
+  revoked_at: Date | null;
+}
+
+export interface ApiKeyListing {
+  id: string;
+  project_id: string;
+  display_prefix: string;
+  preset: Preset;
+  scopes: Record<Scope, Access>;
+  key_type: string;
+  owner_subject: string | null;
+  created_at: Date;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export async function insertApiKey(
+  db: Queryable,
+  key: { projectId: string; hash: Buffer; displayPrefix: string; preset: Preset; scopes: Record<Scope, Access>; keyType: string; ownerSubject: string | null },
+): Promise<ApiKeyListing> {
+  const { rows } = await db.query<ApiKeyListing>(
+    `INSERT INTO api_keys (id, project_id, key_hash, display_prefix, preset, scopes, key_type, owner_subject)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     RETURNING id, project_id, display_prefix, preset, scopes, key_type, owner_subject, created_at, revoked_at, last_used_at`,
+    [newId('key'), key.projectId, key.hash, key.displayPrefix, key.preset, JSON.stringify(key.scopes), key.keyType, key.ownerSubject],
+  );
+  return rows[0]!;
+}
+
+export async function findApiKeyByHash(db: Queryable, hash: Buffer): Promise<ApiKeyRecord | undefined> {
+  const { rows } = await db.query<ApiKeyRecord>(
+    `SELECT k.id, k.project_id, p.account_id, k.preset, k.scopes, k.key_type, k.owner_subject, k.revoked_at
+       FROM api_keys k JOIN projects p ON p.id = k.project_id WHERE k.key_hash = $1`,
+    [hash],
+  );
+  return rows[0];
+}
+
+/** Records use at most once a minute per key, so the hot path rarely writes. */
+export async function touchApiKey(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+    [id],
+  );
+}
+
+/** Irreversible: a revoked key never becomes active again. Returns false for an unknown id. */
+export async function revokeApiKey(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1', [id]);
+  return rowCount === 1;
+}
+
+export async function listApiKeys(db: Queryable, projectId: string): Promise<ApiKeyListing[]> {
+  const { rows } = await db.query<ApiKeyListing>(
+    `SELECT id, project_id, display_prefix, preset, scopes, key_type, owner_subject, created_at, revoked_at, last_used_at
+       FROM api_keys WHERE project_id = $1 ORDER BY created_at, id`,
+    [projectId],
+  );
+  return rows;
+}

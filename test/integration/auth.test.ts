@@ -1,0 +1,238 @@
+import Router from '@koa/router';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { authenticate } from '../../src/auth/middleware';
+import { rateLimit } from '../../src/api/middleware/rate-limit';
+import { assertCredits, chargeUsage, callerFields } from '../../src/billing/usage';
+import { getBalanceNano } from '../../src/billing/credits';
+import { signBrowserToken, signDevIdpToken } from '../../src/auth/tokens';
+import { revokeApiKey } from '../../src/store/api-keys';
+import type { AppContext, AppState } from '../../src/api/types';
+import { startApi, type TestApi } from '../support/harness';
+import { json, bearer, createKey, createServiceToken, createTenant, type Tenant } from '../support/factories';
+
+/**
+ * Probe routes exercising the shared auth, rate-limit and metering middleware the same way
+ * the product routes chain them. (The product routes have their own tests too.)
+ */
+function probeRouter(api: () => TestApi) {
+  const router = new Router<AppState, AppContext>();
+  const deps = () => api().deps;
+  router.post('/v1/_probe/chat', (ctx, next) => rateLimit(deps())(ctx, next), (ctx, next) => authenticate(deps(), { scope: 'chat' })(ctx, next), async (ctx) => {
+    const principal = ctx.state.principal!;
+    await assertCredits(deps().db, principal.projectId!);
+    await chargeUsage(deps().db, {
+      ...callerFields(principal, ctx.get('x-application')),
+      model: 'probe/model',
+      operation: 'chat',
+      input_tokens: 1,
+      output_tokens: 1,
+      cache_read_input_tokens: 0,
+      cache_creation_input_tokens: 0,
+      reasoning_tokens: 0,
+      credits_nano: 1_000_000_000,
+      requestId: ctx.state.requestId,
+    });
+    ctx.body = { ok: true };
+  });
+  router.get('/v1/_probe/agents', (ctx, next) => authenticate(deps(), { scope: 'agents' })(ctx, next), (ctx) => {
+    ctx.body = { project_id: ctx.state.principal!.projectId };
+  });
+  router.post('/v1/_probe/messages', (ctx, next) => authenticate(deps(), { scope: 'chat', allowXApiKey: true })(ctx, next), (ctx) => {
+    ctx.body = { ok: true };
+  });
+  router.get('/v1/_probe/events', (ctx, next) => authenticate(deps(), { scope: 'sessions', accept: ['api_key', 'browser_session'] })(ctx, next), (ctx) => {
+    ctx.body = { agent_id: ctx.state.principal!.agentId ?? null };
+  });
+  router.get('/v1/_probe/analytics', (ctx, next) => authenticate(deps(), { accept: ['okta'] })(ctx, next), (ctx) => {
+    ctx.body = { subject: ctx.state.principal!.subject };
+  });
+  return router;
+}
+
+let api: TestApi;
+let tenant: Tenant;
+beforeAll(async () => {
+  api = await startApi({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '60' }, { extraRouters: [probeRouter(() => api)] });
+  tenant = await createTenant(api.deps.db);
+});
+afterAll(() => api.close());
+
+const post = (path: string, headers: Record<string, string>) => fetch(`${api.url}${path}`, { method: 'POST', headers, body: '{}' });
+
+describe('API keys', () => {
+  test.each([
+    ['wrong prefix', 'sk_' + 'a'.repeat(43)],
+    ['too short', 'svc_' + 'a'.repeat(35)],
+    ['too long', 'svc_' + 'a'.repeat(97)],
+    ['bad characters', 'svc_' + 'a'.repeat(40) + '+/='],
+    ['unknown but well-formed', 'svc_' + 'a'.repeat(43)],
+  ])('%s: 401 invalid_token with WWW-Authenticate', async (_label, key) => {
+    const response = await post('/v1/_probe/chat', bearer(key));
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm="gateway"/);
+    expect((await json(response)).error.type).toBe('invalid_token');
+  });
+
+  test('missing credential: 401 with WWW-Authenticate', async () => {
+    const response = await post('/v1/_probe/chat', { 'content-type': 'application/json' });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toBe('Bearer realm="gateway"');
+  });
+
+  test('a valid key works, and a revoked key is refused on the very next request', async () => {
+    const { key, id } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
+    expect((await post('/v1/_probe/chat', bearer(key))).status).toBe(200);
+    await revokeApiKey(api.deps.db, id);
+    const response = await post('/v1/_probe/chat', bearer(key));
+    expect(response.status).toBe(401);
+    expect((await json(response)).error.type).toBe('invalid_token');
+  });
+
+  test('read_only key: 403 permission_error naming the missing scope on a write route', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'read_only' });
+    const response = await post('/v1/_probe/chat', bearer(key));
+    expect(response.status).toBe(403);
+    const body = await json(response);
+    expect(body.error.type).toBe('permission_error');
+    expect(body.error.message).toContain('chat:write');
+    expect((await fetch(`${api.url}/v1/_probe/agents`, { headers: bearer(key) })).status).toBe(200);
+  });
+
+  test('restricted key: only the mapped scopes, at the mapped level', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'restricted', scopes: { chat: 'write', agents: 'none' } });
+    expect((await post('/v1/_probe/chat', bearer(key))).status).toBe(200);
+    const agents = await fetch(`${api.url}/v1/_probe/agents`, { headers: bearer(key) });
+    expect(agents.status).toBe(403);
+    expect((await json(agents)).error.message).toContain('agents:read');
+  });
+
+  test('x-api-key is accepted only where the route allows it (/v1/messages)', async () => {
+    const headers = { 'x-api-key': tenant.key, 'content-type': 'application/json' };
+    expect((await post('/v1/_probe/messages', headers)).status).toBe(200);
+    expect((await post('/v1/_probe/chat', headers)).status).toBe(401);
+  });
+
+  test('the key records when it was last used', async () => {
+    const { key, id } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
+    await post('/v1/_probe/chat', bearer(key));
+    await new Promise((r) => setTimeout(r, 100));
+    const { rows } = await api.deps.db.query('SELECT last_used_at FROM api_keys WHERE id = $1', [id]);
+    expect(rows[0].last_used_at).toBeInstanceOf(Date);
+  });
+
+  test('only the SHA-256 of a key is stored', async () => {
+    const { rows } = await api.deps.db.query("SELECT * FROM api_keys WHERE id = $1", [tenant.keyId]);
+    expect(JSON.stringify(rows[0])).not.toContain(tenant.key.slice(12));
+    expect(rows[0].key_hash).toHaveLength(32);
+  });
+});
+
+describe('other credentials', () => {
+  test('browser session token: accepted where the route allows it, bound to its agent', async () => {
+    const { token } = await signBrowserToken(api.deps.config, { accountId: tenant.accountId, projectId: tenant.projectId, agentId: 'agent_x' });
+    const ok = await fetch(`${api.url}/v1/_probe/events`, { headers: bearer(token) });
+    expect(await json(ok)).toEqual({ agent_id: 'agent_x' });
+    expect((await post('/v1/_probe/chat', bearer(token))).status).toBe(403);
+  });
+
+  test('expired or tampered browser token: 401', async () => {
+    const { token } = await signBrowserToken(api.deps.config, { accountId: tenant.accountId, projectId: tenant.projectId, agentId: 'a' }, -10);
+    expect((await fetch(`${api.url}/v1/_probe/events`, { headers: bearer(token) })).status).toBe(401);
+    const fresh = (await signBrowserToken(api.deps.config, { accountId: tenant.accountId, projectId: tenant.projectId, agentId: 'a' })).token;
+    const tampered = fresh.slice(0, -3) + (fresh.endsWith('aaa') ? 'bbb' : 'aaa');
+    expect((await fetch(`${api.url}/v1/_probe/events`, { headers: bearer(tampered) })).status).toBe(401);
+  });
+
+  test('identity-provider token: accepted on account-level routes only', async () => {
+    const token = await signDevIdpToken(api.deps.config, { subject: 'user-1', accountIds: [tenant.accountId] });
+    const response = await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(token) });
+    expect(await json(response)).toEqual({ subject: 'user-1' });
+    expect((await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(tenant.key) })).status).toBe(403);
+  });
+
+  test('service token: authenticates a site; a revoked or unknown one is 401', async () => {
+    const token = await createServiceToken(api.deps.db, tenant.accountId);
+    expect((await fetch(`${api.url}/v1/_probe/agents`, { headers: bearer(token) })).status).toBe(200);
+    expect((await fetch(`${api.url}/v1/_probe/agents`, { headers: bearer('sst_' + 'x'.repeat(43)) })).status).toBe(401);
+  });
+});
+
+describe('credits', () => {
+  test('exhausted credits are refused with 402 insufficient_credits, distinct from 429', async () => {
+    const poor = await createTenant(api.deps.db, { credits: 0n });
+    const response = await post('/v1/_probe/chat', bearer(poor.key));
+    expect(response.status).toBe(402);
+    const body = await json(response);
+    expect(body.error.type).toBe('insufficient_credits');
+    expect(body.error.message).toMatch(/top up/);
+  });
+
+  test('50 parallel metered requests: grants minus debits equals the balance exactly', async () => {
+    const rich = await createTenant(api.deps.db, { credits: 1000n });
+    const responses = await Promise.all(Array.from({ length: 50 }, () => post('/v1/_probe/chat', bearer(rich.key))));
+    expect(responses.every((r) => r.status === 200)).toBe(true);
+    const balance = await getBalanceNano(api.deps.db, rich.projectId);
+    const { rows } = await api.deps.db.query('SELECT sum(delta_nano)::text AS total, count(*) FILTER (WHERE kind = $2)::int AS debits FROM credit_ledger WHERE project_id = $1', [rich.projectId, 'debit']);
+    expect(rows[0].debits).toBe(50);
+    expect(BigInt(rows[0].total)).toBe(balance);
+    expect(balance).toBe(950n * 1_000_000_000n);
+    const usage = await api.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE project_id = $1', [rich.projectId]);
+    expect(usage.rows[0].n).toBe(50);
+  });
+
+  test('concurrent requests overshoot a small balance by at most those in flight', async () => {
+    const small = await createTenant(api.deps.db, { credits: 3n });
+    const responses = await Promise.all(Array.from({ length: 10 }, () => post('/v1/_probe/chat', bearer(small.key))));
+    const ok = responses.filter((r) => r.status === 200).length;
+    expect(ok).toBeGreaterThanOrEqual(3);
+    expect(responses.filter((r) => r.status !== 200).every((r) => r.status === 402)).toBe(true);
+    const balance = await getBalanceNano(api.deps.db, small.projectId);
+    expect(balance).toBe(BigInt(3 - ok) * 1_000_000_000n);
+    expect((await post('/v1/_probe/chat', bearer(small.key))).status).toBe(402);
+  });
+});
+
+describe('rate limiting', () => {
+  test('past the burst: 429 with Retry-After', async () => {
+    const limited = await createTenant(api.deps.db, { credits: 1000n });
+    const responses = await Promise.all(Array.from({ length: 70 }, () => post('/v1/_probe/chat', bearer(limited.key))));
+    const tooMany = responses.filter((r) => r.status === 429);
+    expect(tooMany.length).toBeGreaterThanOrEqual(9);
+    expect(Number(tooMany[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await json(tooMany[0]!)).error.type).toBe('rate_limit_error');
+  });
+});
+
+describe('logs', () => {
+  test('no secret appears in any log line', async () => {
+    await post('/v1/_probe/chat', bearer(tenant.key));
+    await post('/v1/_probe/messages', { 'x-api-key': tenant.key, 'content-type': 'application/json' });
+    const all = api.logs.join('\n');
+    expect(api.logs.length).toBeGreaterThan(5);
+    expect(all).not.toContain(tenant.key);
+    expect(all).not.toContain(tenant.key.slice(4, 20));
+  });
+});
+
+describe('admin CLI', () => {
+  const admin = (...args: string[]) =>
+    promisify(execFile)('npx', ['tsx', 'src/bin/admin.ts', ...args], {
+      env: { ...process.env, DATABASE_URL: api.deps.config.DATABASE_URL },
+    });
+
+  test('account, project, key, credits and revoke, printing JSON', async () => {
+    const account = JSON.parse((await admin('account', 'create', '--name', 'CLI')).stdout);
+    const project = JSON.parse((await admin('project', 'create', '--account', account.id, '--name', 'P')).stdout);
+    const key = JSON.parse((await admin('key', 'create', '--project', project.id, '--preset', 'restricted', '--scopes', 'chat=write,agents=read')).stdout);
+    expect(key.key).toMatch(/^svc_[A-Za-z0-9_-]{43}$/);
+    expect(key.scopes).toMatchObject({ chat: 'write', agents: 'read', kb: 'none' });
+    await admin('credits', 'grant', '--project', project.id, '--credits', '2.5');
+    expect(JSON.parse((await admin('credits', 'show', '--project', project.id)).stdout).balance_nano).toBe('2500000000');
+    const listed = JSON.parse((await admin('key', 'list', '--project', project.id)).stdout);
+    expect(JSON.stringify(listed)).not.toContain(key.key);
+    await admin('key', 'revoke', '--id', key.id);
+    expect((await post('/v1/_probe/chat', bearer(key.key))).status).toBe(401);
+    await expect(admin('key', 'create', '--project', project.id, '--preset', 'bogus')).rejects.toMatchObject({ code: 1 });
+  });
+});

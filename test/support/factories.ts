@@ -1,0 +1,42 @@
+import type { Pool } from 'pg';
+import { createAccount, createProject } from '../../src/store/accounts';
+import { issueApiKey, issueServiceToken, type NewApiKey } from '../../src/auth/provisioning';
+import { grantCredits, NANO_PER_CREDIT } from '../../src/billing/credits';
+
+export interface Tenant {
+  accountId: string;
+  projectId: string;
+  /** An `all` API key of the project. */
+  key: string;
+  keyId: string;
+}
+
+/** A fresh account, project (with `credits` credits, default 100) and an `all` key. */
+export async function createTenant(db: Pool, options: { credits?: bigint } = {}): Promise<Tenant> {
+  const account = await createAccount(db, 'test account');
+  const project = await createProject(db, account.id, 'test project');
+  const credits = options.credits ?? 100n;
+  if (credits > 0n) await grantCredits(db, project.id, credits * NANO_PER_CREDIT, 'test');
+  const key = await issueApiKey(db, { projectId: project.id, preset: 'all' });
+  return { accountId: account.id, projectId: project.id, key: key.key, keyId: key.id };
+}
+
+export async function createKey(db: Pool, input: NewApiKey): Promise<{ key: string; id: string }> {
+  const key = await issueApiKey(db, input);
+  return { key: key.key, id: key.id };
+}
+
+/** A second project in the same account (for cross-project tests). */
+export async function createSiblingProject(db: Pool, accountId: string): Promise<string> {
+  return (await createProject(db, accountId, 'sibling project')).id;
+}
+
+export async function createServiceToken(db: Pool, accountId: string, clientId = 'client-test'): Promise<string> {
+  return (await issueServiceToken(db, accountId, clientId)).token;
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
+
+/** Response bodies in tests are read loosely typed; assertions check their shape. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const json = (response: Response): Promise<any> => response.json();
