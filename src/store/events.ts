@@ -1,0 +1,130 @@
+import type { PoolClient } from 'pg';
+import { newId } from './ids';
+
+/**
+ * Appending to a session's event log. Callers hold the session row lock
+ * (`lockSession`) inside one transaction, so sequence numbers and created_at are
+ * assigned in order and the state rules see a consistent session.
+ */
+export interface NewEvent {
+  type: string;
+  content?: unknown[];
+  /** Top-level members beyond content, e.g. stop_reason, context_tokens, tool_use_ids. */
+  attributes?: Record<string, unknown>;
+  usage?: Record<string, number> | null;
+  error_code?: string | null;
+  run_id?: string | null;
+  /** Set by activities so a retried activity never appends the same event twice. */
+  idempotency_key?: string | null;
+  /** Events the gateway itself consumed on append (synthetic results, produced events). */
+  processed?: boolean;
+}
+
+export interface EventRow {
+  id: string;
+  session_id: string;
+  seq: string;
+  type: string;
+  content: unknown[];
+  attributes: Record<string, unknown>;
+  usage: Record<string, number> | null;
+  error_code: string | null;
+  run_id: string | null;
+  processed_at: Date | null;
+  created_at: Date;
+}
+
+export interface LockedSession {
+  id: string;
+  project_id: string;
+  agent_id: string;
+  status: string;
+  active_run_id: string | null;
+  pending_tool_use_ids: string[];
+  cancelled_tool_use_ids: string[];
+  owner_id: string | null;
+  client_id: string | null;
+  deleted_at: Date | null;
+}
+
+export const EVENT_COLUMNS = 'id, session_id, seq, type, content, attributes, usage, error_code, run_id, processed_at, created_at';
+
+export async function lockSession(client: PoolClient, sessionId: string): Promise<LockedSession | undefined> {
+  const { rows } = await client.query<LockedSession>(
+    `SELECT id, project_id, agent_id, status, active_run_id, pending_tool_use_ids, cancelled_tool_use_ids, owner_id, client_id, deleted_at
+       FROM sessions WHERE id = $1 FOR UPDATE`,
+    [sessionId],
+  );
+  return rows[0];
+}
+
+/**
+ * Inserts events in order after the session's last one. Events whose idempotency key
+ * was already appended are not inserted again; the existing row is returned instead.
+ * Notifies `session_events` listeners (the streaming endpoint) on commit.
+ */
+export async function appendEvents(client: PoolClient, sessionId: string, events: NewEvent[]): Promise<EventRow[]> {
+  const out: EventRow[] = [];
+  for (const event of events) {
+    if (event.idempotency_key) {
+      const existing = await client.query<EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND idempotency_key = $2`,
+        [sessionId, event.idempotency_key],
+      );
+      if (existing.rows[0]) {
+        out.push(existing.rows[0]);
+        continue;
+      }
+    }
+    // created_at never goes backwards within a session, even if the clock does.
+    const { rows } = await client.query<EventRow>(
+      `WITH s AS (
+         UPDATE sessions SET event_seq = event_seq + 1,
+                last_event_at = GREATEST(clock_timestamp(), COALESCE(last_event_at, '-infinity'::timestamptz) + interval '1 microsecond')
+          WHERE id = $1 RETURNING event_seq, last_event_at)
+       INSERT INTO session_events (id, session_id, seq, type, content, attributes, usage, error_code, run_id, idempotency_key, processed_at, created_at)
+       SELECT $2, $1, s.event_seq, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $10::boolean THEN s.last_event_at END, s.last_event_at FROM s
+       RETURNING ${EVENT_COLUMNS}`,
+      [
+        sessionId,
+        newId('evt'),
+        event.type,
+        JSON.stringify(event.content ?? []),
+        JSON.stringify(event.attributes ?? {}),
+        event.usage ? JSON.stringify(event.usage) : null,
+        event.error_code ?? null,
+        event.run_id ?? null,
+        event.idempotency_key ?? null,
+        event.processed ?? false,
+      ],
+    );
+    out.push(rows[0]!);
+  }
+  if (out.length > 0) await client.query(`SELECT pg_notify('session_events', $1)`, [sessionId]);
+  return out;
+}
+
+/** The public JSON shape of an event. `thought` blocks are dropped unless asked for. */
+export function presentEvent(row: EventRow, options: { includeThinking?: boolean } = {}): Record<string, unknown> {
+  let content = row.content;
+  if (row.type === 'agent.message' && !options.includeThinking) {
+    content = content.filter((block) => (block as { type?: string }).type !== 'thought');
+  }
+  if (row.type === 'user.tool_result') {
+    // traceparent is accepted on input and never returned in history.
+    content = content.map((block) => {
+      const { traceparent: _omit, ...rest } = block as Record<string, unknown>;
+      return rest;
+    });
+  }
+  return {
+    id: row.id,
+    type: row.type,
+    content,
+    ...row.attributes,
+    ...(row.usage ? { usage: row.usage } : {}),
+    ...(row.error_code ? { error_code: row.error_code } : {}),
+    processed_at: row.processed_at ? row.processed_at.toISOString() : null,
+    created_at: row.created_at.toISOString(),
+  };
+}
