@@ -61,6 +61,17 @@ export const ConfigSchema = z.object({
   EMBEDDINGS_URL: optionalString,
   EMBEDDINGS_MODEL: optionalString,
   EMBEDDINGS_API_KEY: optionalString,
+  /**
+   * Which embedder semantic search uses: `local` (all-MiniLM-L6-v2 in-process via ONNX Runtime,
+   * files installed from registry packages), `openai` (EMBEDDINGS_URL) or `none` (keyword-only).
+   * Unset: `openai` when EMBEDDINGS_URL is set, otherwise `local`.
+   */
+  EMBEDDINGS_PROVIDER: z.enum(['local', 'openai', 'none']).optional(),
+  /** Directory of the local embedding model's files; defaults to the per-user tool cache. */
+  EMBEDDINGS_MODEL_DIR: optionalString,
+  /** Shards and replicas of the knowledge-base index when it is first created. */
+  ELASTICSEARCH_KB_SHARDS: z.coerce.number().int().min(1).max(64).default(1),
+  ELASTICSEARCH_KB_REPLICAS: z.coerce.number().int().min(0).max(5).default(0),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -1,2 +1,3 @@
 // Every workflow the worker registers. Only deterministic code may be imported here.
 export { healthCheckWorkflow } from './health-check';
+export { sessionWorkflow } from './session';

@@ -6,6 +6,13 @@ import { accessLog } from './middleware/access-log';
 import { errorHandler } from './middleware/error-handler';
 import { requestId } from './middleware/request-id';
 import { healthRouter } from './routes/health';
+import { modelsRouter } from './routes/models';
+import { chatCompletionsRouter } from './routes/chat-completions';
+import { messagesRouter } from './routes/messages';
+import { oauthRouter } from './routes/oauth';
+import { sitesRouter } from './routes/sites';
+import { analyticsRouter } from './routes/analytics';
+import { kbRouter } from './routes/kb';
 import type { AppContext, AppState } from './types';
 
 export type AnyRouter = Router<AppState, AppContext>;
@@ -29,7 +36,17 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
   app.use(accessLog());
   app.use(errorHandler());
 
-  const routers: AnyRouter[] = [healthRouter(deps), ...(options.extraRouters ?? [])];
+  const routers: AnyRouter[] = [
+    healthRouter(deps),
+    modelsRouter(deps),
+    chatCompletionsRouter(deps),
+    messagesRouter(deps),
+    kbRouter(deps),
+    oauthRouter(deps),
+    sitesRouter(deps),
+    analyticsRouter(deps),
+    ...(options.extraRouters ?? []),
+  ];
   for (const router of routers) app.use(router.routes());
   // Nothing answered: 405 when the path exists under other methods, else 404.
   app.use((ctx) => {

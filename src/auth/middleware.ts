@@ -3,12 +3,15 @@ import { ApiError, forbidden } from '../api/errors';
 import type { Middleware } from '../api/types';
 import { findApiKeyByHash, touchApiKey } from '../store/api-keys';
 import { findServiceTokenByHash } from '../store/service-tokens';
+import { findOAuthAccessTokenByHash } from '../store/oauth';
+import { ACCESS_TOKEN_PATTERN, OAUTH_ACCESS_TOKEN_PREFIX } from '../domain/oauth';
 import { hashSecret, isWellFormedApiKey, API_KEY_PREFIX } from './api-keys';
 import type { Principal } from './principal';
 import { hasAccess, type Scope } from './scopes';
 import { SERVICE_TOKEN_PREFIX, jwtAlgorithm, verifyBrowserToken, verifyIdpToken } from './tokens';
 
-export type CredentialKind = 'api_key' | 'service_token' | 'browser_session' | 'okta';
+/** `oauth`: access tokens from the OAuth token endpoint (site plugins, POST /v1/sites only). */
+export type CredentialKind = 'api_key' | 'service_token' | 'browser_session' | 'okta' | 'oauth';
 
 export interface AuthRequirement {
   /** Scope an API key needs, at `access` (read for GET, write otherwise). */
@@ -61,6 +64,13 @@ export async function resolveCredential(deps: Deps, token: string): Promise<Prin
     if (!record || record.revoked_at) throw invalidToken();
     return { method: 'service_token', actorType: 'service', accountId: record.account_id, clientId: record.client_id, keyId: record.id };
   }
+  if (token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) {
+    // A site client's OAuth token speaks for the site like a service token does (and is
+    // recorded as such in usage), but routes must opt in to the `oauth` kind.
+    const record = ACCESS_TOKEN_PATTERN.test(token) ? await findOAuthAccessTokenByHash(deps.db, hashSecret(token)) : undefined;
+    if (!record || record.revoked_at || record.expires_at.getTime() <= Date.now()) throw invalidToken();
+    return { method: 'service_token', actorType: 'service', accountId: record.account_id, clientId: record.client_id, keyId: record.id };
+  }
   const algorithm = jwtAlgorithm(token);
   if (algorithm === 'HS256') {
     const claims = await verifyBrowserToken(deps.config, token).catch(() => undefined);
@@ -87,7 +97,12 @@ const KIND_LABEL: Record<CredentialKind, string> = {
   service_token: 'service token',
   browser_session: 'browser session token',
   okta: 'identity-provider token',
+  oauth: 'OAuth access token',
 };
+
+/** The kind of credential presented: the principal's method, except OAuth tokens are their own kind. */
+const credentialKind = (token: string, principal: Principal): CredentialKind =>
+  token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX) ? 'oauth' : (principal.method as CredentialKind);
 
 /**
  * Authenticates the request and authorizes its credential kind and scope. Sets
@@ -104,8 +119,9 @@ export function authenticate(deps: Deps, requirement: AuthRequirement = {}): Mid
     if (!token) throw missingCredential();
 
     const principal = await resolveCredential(deps, token);
-    if (!accept.includes(principal.method as CredentialKind)) {
-      throw forbidden(`this endpoint does not accept a ${KIND_LABEL[principal.method as CredentialKind] ?? principal.method}`);
+    const kind = credentialKind(token, principal);
+    if (!accept.includes(kind)) {
+      throw forbidden(`this endpoint does not accept a ${KIND_LABEL[kind] ?? kind}`);
     }
     if (requirement.scope) {
       const access = requirement.access ?? (ctx.method === 'GET' || ctx.method === 'HEAD' ? 'read' : 'write');

@@ -2,6 +2,7 @@ import { Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { loadConfig } from '../config';
 import { closeDeps, createDeps } from '../deps';
 import { createWorker } from '../temporal/worker';
+import { startReconciler } from '../temporal/reconciler';
 import { runMain, shutdownOn } from './run';
 
 runMain('worker', async () => {
@@ -10,7 +11,9 @@ runMain('worker', async () => {
   const { worker, connection } = await createWorker(deps);
   deps.logger.info({ taskQueue: deps.config.TEMPORAL_TASK_QUEUE }, 'worker polling');
   const running = worker.run();
+  const stopReconciler = startReconciler(deps);
   shutdownOn(deps.logger, async () => {
+    stopReconciler();
     worker.shutdown(); // finishes in-flight tasks, then run() resolves
     await running;
     await connection.close();

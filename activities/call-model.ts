@@ -1,0 +1,226 @@
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { Deps } from '../src/deps';
+import {
+  computeCreditsNano,
+  ContextWindowExceededError,
+  findModel,
+  UpstreamHttpError,
+  type ModelRecord,
+  type ProviderRegistry,
+  type StreamPart,
+  type UnifiedRequest,
+  type Usage,
+} from '../src/providers';
+import { estimateRequestTokens } from '../src/providers/tokens';
+import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
+import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
+import { withTransaction } from '../src/store/db';
+import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
+import { buildConversation, loadRunContext, type RunContext } from './run-context';
+
+/** Output tokens reserved when deciding whether a prompt fits the context window. */
+const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens);
+
+/** Runs `work` while heartbeating, so cancellation (an interrupt) reaches this activity. */
+async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const context = Context.current();
+  const timer = setInterval(() => context.heartbeat(), 1000);
+  try {
+    return await work(context.cancellationSignal);
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Provider failures become ApplicationFailures whose type is the run error code. */
+export function toRunFailure(error: unknown): Error {
+  if (error instanceof CancelledFailure || (error as Error)?.name === 'AbortError') return error as Error;
+  if (error instanceof UpstreamHttpError) {
+    const type = error.status === 429 ? 'rate_limit_error' : 'upstream_error';
+    const message = `${error.provider} answered ${error.status}`;
+    if (!error.retryable) return ApplicationFailure.create({ type, message, nonRetryable: true });
+    return ApplicationFailure.create({ type, message, nextRetryDelay: error.retryAfterMs });
+  }
+  const name = (error as Error)?.name ?? '';
+  if (name === 'UpstreamTimeoutError') return ApplicationFailure.create({ type: 'upstream_timeout', message: 'the provider did not answer in time' });
+  if (name === 'UpstreamConnectionError' || name === 'ProviderError') return ApplicationFailure.create({ type: 'upstream_error', message: 'the provider could not be reached' });
+  return ApplicationFailure.create({ type: 'internal_error', message: 'internal error', nonRetryable: true, cause: error as Error });
+}
+
+export function runRequest(context: RunContext, model: ModelRecord): UnifiedRequest {
+  const conversation = buildConversation(context);
+  const kbEnabled = context.agent.settings?.disable_kb_rag !== true;
+  const tools = modelTools(context.agent.tools ?? [], conversation.loadedTools, { kbEnabled });
+  return {
+    model,
+    system: conversation.system,
+    messages: conversation.messages,
+    ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: 'function' as const, ...tool })) } : {}),
+    ...(context.agent.max_tokens ? { max_tokens: context.agent.max_tokens } : {}),
+    ...(context.agent.temperature !== null && context.agent.temperature !== undefined ? { temperature: context.agent.temperature } : {}),
+    ...((context.session.reasoning_effort ?? context.agent.reasoning_effort) ? { reasoning_effort: (context.session.reasoning_effort ?? context.agent.reasoning_effort)! } : {}),
+  };
+}
+
+interface Assembled {
+  text: string;
+  reasoning: string;
+  thinkingMs?: number;
+  toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }>;
+  finish: 'stop' | 'length' | 'tool-calls' | 'context-window' | 'other';
+  usage: Usage;
+}
+
+/** Reads a provider stream into one turn; the time until the first answer token is the thinking time. */
+async function assemble(parts: AsyncIterable<StreamPart>, started: number): Promise<Assembled> {
+  const out: Assembled = { text: '', reasoning: '', toolCalls: [], finish: 'other', usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, reasoning_tokens: 0 } };
+  for await (const part of parts) {
+    Context.current().heartbeat();
+    if (part.type === 'reasoning-delta') out.reasoning += part.delta;
+    else if (part.type === 'text-delta') {
+      if (out.reasoning && out.thinkingMs === undefined) out.thinkingMs = Date.now() - started;
+      out.text += part.delta;
+    } else if (part.type === 'tool-call') out.toolCalls.push({ id: part.id, name: part.name, input: part.input });
+    else if (part.type === 'finish') {
+      out.usage = part.usage;
+      const unified = part.finish_reason.unified;
+      out.finish = unified === 'stop' || unified === 'stop-sequence' ? 'stop' : unified === 'length' ? 'length' : unified === 'tool-calls' ? 'tool-calls' : unified === 'context-window' ? 'context-window' : 'other';
+    } else if (part.type === 'error') throw part.error;
+  }
+  if (out.reasoning && out.thinkingMs === undefined) out.thinkingMs = Date.now() - started;
+  return out;
+}
+
+export function createCallModelActivities(deps: Deps, providers: ProviderRegistry) {
+  return {
+    /**
+     * One model turn: reads the context from Postgres, calls the model, appends
+     * `agent.message`, `agent.tool_use` and `session.turn_usage`. A retried activity finds
+     * the turn already recorded and returns it without calling the model again.
+     */
+    async callModel(input: { sessionId: string; runId: string; turn: number; cycleKey: string }): Promise<TurnOutcome> {
+      const keyPrefix = `${input.runId}:turn:${input.turn}`;
+      const context = await loadRunContext(deps.db, input.sessionId);
+      const model = findModel(context.agent.model);
+      if (!model) throw ApplicationFailure.create({ type: 'internal_error', message: `unknown model ${context.agent.model}`, nonRetryable: true });
+      const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
+      if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, context);
+
+      const request = runRequest(context, model);
+      if (estimateRequestTokens(request) + outputReserve(model, context.agent.max_tokens) > model.context_window) {
+        return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
+      }
+      let turn: Assembled;
+      const started = Date.now();
+      try {
+        turn = await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started));
+      } catch (error) {
+        if (error instanceof ContextWindowExceededError) {
+          return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
+        }
+        if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
+        throw toRunFailure(error);
+      }
+
+      const credits = computeCreditsNano(model, turn.usage);
+      const usage: RunUsage = {
+        input_tokens: turn.usage.input_tokens,
+        output_tokens: turn.usage.output_tokens,
+        cache_read_input_tokens: turn.usage.cache_read_input_tokens,
+        cache_creation_input_tokens: turn.usage.cache_creation_input_tokens,
+        credits_nano: credits,
+      };
+      const totalTokens = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens + usage.output_tokens;
+      const stop: TurnOutcome['stop'] =
+        turn.toolCalls.length > 0 ? 'tool_use' : turn.finish === 'length' ? 'max_tokens' : turn.finish === 'context-window' ? 'model_context_window_exceeded' : 'end_turn';
+
+      await withTransaction(deps.db, async (client) => {
+        await lockSession(client, input.sessionId);
+        const events = [];
+        const blocks: unknown[] = [];
+        if (turn.reasoning) blocks.push({ type: 'thought', text: turn.reasoning, extra_content: { gateway: { thinking_ms: turn.thinkingMs ?? 0 } } });
+        if (turn.text) blocks.push({ type: 'text', text: turn.text });
+        if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });
+        if (turn.toolCalls.length > 0) {
+          events.push({
+            type: 'agent.tool_use',
+            content: turn.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.input })),
+            run_id: input.runId,
+            idempotency_key: `${keyPrefix}:tool_use`,
+            processed: true,
+          });
+        }
+        events.push({
+          type: 'session.turn_usage',
+          content: [
+            {
+              turn: input.turn,
+              model: model.id,
+              input_tokens: usage.input_tokens,
+              output_tokens: usage.output_tokens,
+              cache_read_input_tokens: usage.cache_read_input_tokens,
+              cache_creation_input_tokens: usage.cache_creation_input_tokens,
+              reasoning_tokens: turn.usage.reasoning_tokens,
+              total_tokens: totalTokens,
+              credits_nano: credits,
+            },
+          ],
+          attributes: { stop, context_tokens: totalTokens },
+          run_id: input.runId,
+          idempotency_key: `${keyPrefix}:usage`,
+          processed: true,
+        });
+        await appendEvents(client, input.sessionId, events);
+      });
+      return classify(context.agent.tools ?? [], turn.toolCalls, stop, usage, totalTokens, context);
+    },
+  };
+}
+
+/** Client calls pause the run; everything else (including loading or rejecting a deferred call) the gateway answers. */
+function classify(
+  tools: ToolEntry[],
+  calls: Array<{ id: string; name: string; input: Record<string, unknown> }>,
+  stop: TurnOutcome['stop'],
+  usage: RunUsage,
+  contextTokens: number,
+  context: RunContext,
+): TurnOutcome {
+  const loaded = buildConversation(context).loadedTools;
+  const serverToolCalls: TurnOutcome['serverToolCalls'] = [];
+  const clientToolCalls: TurnOutcome['clientToolCalls'] = [];
+  for (const call of calls) {
+    const role = roleOf(tools, call.name);
+    const clientSide =
+      role.kind === 'client' ||
+      (role.kind === 'deferred' && loaded.has(call.name) && !validateToolInput(role.entry.input_schema ?? { type: 'object' }, call.input));
+    if (clientSide) clientToolCalls.push({ id: call.id, name: call.name });
+    else serverToolCalls.push(call);
+  }
+  return { stop, serverToolCalls, clientToolCalls, usage, contextTokens };
+}
+
+/** The turn as already recorded by an earlier attempt of this activity, if any. */
+async function recordedTurn(deps: Deps, sessionId: string, keyPrefix: string) {
+  const { rows } = await deps.db.query<EventRow & { idempotency_key: string }>(
+    `SELECT ${EVENT_COLUMNS}, idempotency_key FROM session_events WHERE session_id = $1 AND idempotency_key = ANY($2)`,
+    [sessionId, [`${keyPrefix}:tool_use`, `${keyPrefix}:usage`]],
+  );
+  const usageRow = rows.find((row) => row.idempotency_key.endsWith(':usage'));
+  if (!usageRow) return undefined;
+  const block = usageRow.content[0] as Record<string, number>;
+  const toolRow = rows.find((row) => row.idempotency_key.endsWith(':tool_use'));
+  const toolCalls = ((toolRow?.content ?? []) as Array<{ id: string; name: string; input: Record<string, unknown> }>).map(({ id, name, input }) => ({ id, name, input }));
+  return {
+    toolCalls,
+    stop: (usageRow.attributes as { stop: TurnOutcome['stop'] }).stop,
+    usage: {
+      input_tokens: block.input_tokens!,
+      output_tokens: block.output_tokens!,
+      cache_read_input_tokens: block.cache_read_input_tokens!,
+      cache_creation_input_tokens: block.cache_creation_input_tokens!,
+      credits_nano: block.credits_nano!,
+    },
+    contextTokens: block.total_tokens!,
+  };
+}

@@ -1,0 +1,66 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Deps } from '../src/deps';
+import { computeCreditsNano, findModel, type ProviderRegistry } from '../src/providers';
+import { estimateRequestTokens } from '../src/providers/tokens';
+import { zeroUsage, type RunUsage } from '../src/domain/run';
+import { withTransaction } from '../src/store/db';
+import { appendEvents, lockSession } from '../src/store/events';
+import { loadRunContext } from './run-context';
+import { runRequest, toRunFailure } from './call-model';
+
+const SUMMARY_PROMPT =
+  'Summarize the conversation below for your own future reference: keep every fact, decision, open question and tool result that later turns may need. Answer with the summary only.';
+
+/**
+ * Compaction: the oldest events are summarized by the model into a `session.compaction`
+ * event (originals stay in the log). The newest user message and everything after it
+ * are kept verbatim. Returns whether the compacted context now fits.
+ */
+export function createCompactActivities(deps: Deps, providers: ProviderRegistry) {
+  return {
+    async compactContext(input: { sessionId: string; runId: string; turn: number }): Promise<{ fits: boolean; contextTokens: number; usage: RunUsage }> {
+      const context = await loadRunContext(deps.db, input.sessionId);
+      const model = findModel(context.agent.model)!;
+      const lastUser = context.events.map((e) => e.type).lastIndexOf('user.message');
+      if (lastUser <= 0) return { fits: false, contextTokens: 0, usage: zeroUsage() };
+      const older = context.events.slice(0, lastUser);
+      const transcript = runRequest({ ...context, events: older }, model)
+        .messages.map((m) => `${m.role}: ${m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `[tool ${p.name} ${JSON.stringify(p.input)}]` : p.type === 'tool-result' ? `[result ${String(p.content).slice(0, 2000)}]` : '')).join(' ')}`)
+        .join('\n');
+      let summary: string;
+      let usage = zeroUsage();
+      try {
+        const result = await providers.generate({
+          model,
+          system: [{ type: 'text', text: SUMMARY_PROMPT }],
+          messages: [{ role: 'user', content: [{ type: 'text', text: `${context.summary ? `Earlier summary:\n${context.summary}\n\n` : ''}${transcript}` }] }],
+          max_tokens: Math.min(1024, model.max_output_tokens),
+        });
+        summary = result.content.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
+        usage = { ...result.usage, credits_nano: computeCreditsNano(model, result.usage) };
+      } catch (error) {
+        throw toRunFailure(error);
+      }
+      if (!summary) throw ApplicationFailure.create({ type: 'internal_error', message: 'empty summary', nonRetryable: true });
+
+      const throughSeq = Number(older[older.length - 1]!.seq);
+      await withTransaction(deps.db, async (client) => {
+        await lockSession(client, input.sessionId);
+        await appendEvents(client, input.sessionId, [
+          {
+            type: 'session.compaction',
+            content: [{ type: 'text', text: summary }],
+            attributes: { compacted_through_seq: throughSeq },
+            run_id: input.runId,
+            idempotency_key: `${input.runId}:compaction:${input.turn}:${throughSeq}`,
+            processed: true,
+          },
+        ]);
+      });
+      const after = await loadRunContext(deps.db, input.sessionId);
+      const estimate = estimateRequestTokens(runRequest(after, model));
+      const reserve = Math.min(after.agent.max_tokens ?? 1024, model.max_output_tokens);
+      return { fits: estimate + reserve <= model.context_window, contextTokens: estimate, usage };
+    },
+  };
+}

@@ -1,0 +1,131 @@
+import type { Queryable } from '../src/store/db';
+import { EVENT_COLUMNS, type EventRow } from '../src/store/events';
+import type { RunToolEntry as ToolEntry } from '../src/domain/run-tools';
+import type { AssistantPart, TextPart, UnifiedMessage, UserPart } from '../src/providers';
+
+/**
+ * What a model turn is built from: the agent, the session, and the event log since the
+ * latest compaction (whose summary stands in for everything before it).
+ */
+export interface AgentRow {
+  id: string;
+  model: string;
+  system_prompt: string | null;
+  temperature: number | null;
+  max_tokens: number | null;
+  reasoning_effort: string | null;
+  tools: ToolEntry[] | null;
+  settings: Record<string, unknown> | null;
+}
+
+export interface RunContext {
+  session: { id: string; project_id: string; reasoning_effort: string | null; client_id: string | null };
+  agent: AgentRow;
+  summary?: string;
+  events: EventRow[];
+}
+
+export async function loadRunContext(db: Queryable, sessionId: string): Promise<RunContext> {
+  const session = (
+    await db.query<RunContext['session'] & { agent_id: string }>('SELECT id, project_id, agent_id, reasoning_effort, client_id FROM sessions WHERE id = $1', [sessionId])
+  ).rows[0];
+  if (!session) throw new Error(`session ${sessionId} not found`);
+  const agent = (
+    await db.query<AgentRow>('SELECT id, model, system_prompt, temperature, max_tokens, reasoning_effort, tools, settings FROM agents WHERE id = $1', [session.agent_id])
+  ).rows[0]!;
+  const compaction = (
+    await db.query<EventRow>(
+      `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND type = 'session.compaction' ORDER BY created_at DESC, seq DESC LIMIT 1`,
+      [sessionId],
+    )
+  ).rows[0];
+  const throughSeq = compaction ? Number((compaction.attributes as { compacted_through_seq?: number }).compacted_through_seq ?? compaction.seq) : 0;
+  const events = (
+    await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY created_at, seq`, [sessionId, throughSeq])
+  ).rows;
+  const summary = compaction ? ((compaction.content[0] as { text?: string })?.text ?? '') : undefined;
+  return { session, agent, events, summary };
+}
+
+const textOf = (block: Record<string, unknown>): string | undefined => {
+  if (block.type === 'text' && typeof block.text === 'string') return block.text;
+  if (block.type === 'document') {
+    const source = block.source as { data?: string; text?: string } | undefined;
+    const title = typeof block.title === 'string' ? `${block.title}\n` : '';
+    return `${title}${source?.data ?? source?.text ?? (typeof block.text === 'string' ? block.text : '')}`;
+  }
+  return undefined;
+};
+
+export interface Conversation {
+  system: TextPart[];
+  messages: UnifiedMessage[];
+  /** Deferred tools the gateway loaded (a `tool_loaded` result names them). */
+  loadedTools: Set<string>;
+}
+
+/** Turns the event log into provider-neutral messages (consecutive turns of one role merged). */
+export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' | 'events'>): Conversation {
+  const system: TextPart[] = context.agent.system_prompt ? [{ type: 'text', text: context.agent.system_prompt }] : [];
+  const messages: UnifiedMessage[] = [];
+  const loadedTools = new Set<string>();
+  const toolNames = new Map<string, string>();
+  const answered = new Set<string>();
+
+  const push = (role: 'user' | 'assistant', parts: Array<UserPart | AssistantPart>) => {
+    if (parts.length === 0) return;
+    const last = messages[messages.length - 1];
+    if (last && last.role === role) (last.content as Array<UserPart | AssistantPart>).push(...parts);
+    else messages.push({ role, content: parts } as UnifiedMessage);
+  };
+
+  if (context.summary) push('user', [{ type: 'text', text: `Summary of the earlier conversation:\n${context.summary}` }]);
+
+  for (const event of context.events) {
+    const blocks = event.content as Array<Record<string, unknown>>;
+    switch (event.type) {
+      case 'user.message':
+        push('user', blocks.map(textOf).filter((t): t is string => t !== undefined).map((text) => ({ type: 'text', text })));
+        break;
+      case 'system.message':
+        system.push(...blocks.map(textOf).filter((t): t is string => t !== undefined).map((text) => ({ type: 'text' as const, text })));
+        break;
+      case 'agent.message':
+        push('assistant', blocks.filter((b) => b.type === 'text').map((b) => ({ type: 'text', text: String(b.text ?? '') })));
+        break;
+      case 'agent.tool_use':
+        for (const b of blocks) toolNames.set(String(b.id), String(b.name));
+        push('assistant', blocks.map((b) => ({ type: 'tool-call', id: String(b.id), name: String(b.name), input: (b.input ?? {}) as Record<string, unknown> })));
+        break;
+      case 'user.tool_result':
+        push(
+          'user',
+          blocks.map((b) => {
+            const id = String(b.tool_use_id);
+            answered.add(id);
+            if (b.status === 'tool_loaded' && toolNames.has(id)) loadedTools.add(toolNames.get(id)!);
+            const content = typeof b.content === 'string' ? b.content : JSON.stringify(b.content ?? '');
+            return { type: 'tool-result', tool_use_id: id, content, is_error: b.is_error === true };
+          }),
+        );
+        break;
+      default:
+        break;
+    }
+  }
+
+  // A call left without a result (an interrupted run) gets a synthetic one, so every
+  // provider accepts the history.
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
+    if (message.role !== 'assistant') continue;
+    const missing = message.content.filter((p) => p.type === 'tool-call' && !answered.has(p.id)) as Array<{ id: string }>;
+    if (missing.length === 0) continue;
+    const results: UserPart[] = missing.map((p) => ({ type: 'tool-result', tool_use_id: p.id, content: 'cancelled', is_error: true }));
+    const next = messages[i + 1];
+    if (next && next.role === 'user') next.content.unshift(...results);
+    else messages.splice(i + 1, 0, { role: 'user', content: results });
+  }
+  if (messages[0]?.role === 'assistant') messages.unshift({ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] });
+  return { system, messages, loadedTools };
+}

@@ -1,0 +1,202 @@
+import { isDevelopment } from '../src/config';
+import type { Deps } from '../src/deps';
+import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
+import { CLIENT_SAFE_MESSAGES, traceparentFor, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
+import { withTransaction } from '../src/store/db';
+import { appendEvents, lockSession } from '../src/store/events';
+import { newId } from '../src/store/ids';
+import { insertUsage } from '../src/billing/usage';
+import { debitCredits } from '../src/billing/credits';
+import { createHash } from 'node:crypto';
+
+/**
+ * Opening and closing run cycles. A cycle runs from `session.status_running` to the
+ * `session.status_idle` or `session.error` that closes it (a client-tool pause closes a
+ * cycle; the results open the next). Both activities hold the session row lock and are
+ * idempotent by their cycle key, so a retried activity changes nothing twice.
+ */
+export interface RunLimits {
+  maxIterations: number;
+  runTimeoutMs: number;
+  abandonAfterMs: number;
+}
+
+export type RunCycle =
+  | { kind: 'none' }
+  | { kind: 'start' | 'resume'; runId: string; cycleKey: string; model: string; limits: RunLimits; toolsetError?: RunErrorCode };
+
+const RUN_STARTING_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'];
+
+export function createRunCycleActivities(deps: Deps) {
+  const limits: RunLimits = {
+    maxIterations: deps.config.RUN_MAX_ITERATIONS,
+    runTimeoutMs: deps.config.RUN_TIMEOUT_MS,
+    abandonAfterMs: deps.config.RUN_ABANDON_AFTER_MS,
+  };
+
+  return {
+    /** Claims the work the log holds: a new run, the resumption of a paused one, or nothing. */
+    async startRunCycle(input: { sessionId: string; cycleKey: string }): Promise<RunCycle> {
+      return withTransaction(deps.db, async (client) => {
+        const session = await lockSession(client, input.sessionId);
+        if (!session || session.deleted_at) return { kind: 'none' };
+        const agent = (await client.query<{ model: string; tools: ToolEntry[] | null }>('SELECT model, tools FROM agents WHERE id = $1', [session.agent_id])).rows[0];
+        if (!agent) return { kind: 'none' };
+
+        const already = await client.query<{ run_id: string; attributes: { cycle_kind?: 'start' | 'resume' } }>(
+          'SELECT run_id, attributes FROM session_events WHERE session_id = $1 AND idempotency_key = $2',
+          [session.id, `${input.cycleKey}:running`],
+        );
+        if (already.rows[0]) {
+          const { run_id, attributes } = already.rows[0];
+          return { kind: attributes.cycle_kind ?? 'start', runId: run_id, cycleKey: input.cycleKey, model: agent.model, limits };
+        }
+
+        const unprocessed = await client.query<{ type: string }>(
+          `SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($2) ORDER BY created_at, seq`,
+          [session.id, RUN_STARTING_TYPES],
+        );
+        const types = new Set(unprocessed.rows.map((row) => row.type));
+        let runId = session.active_run_id;
+        let kind: 'start' | 'resume';
+        if (!runId) {
+          // No run holds the session: a waiting user.message starts one.
+          if (!types.has('user.message')) return { kind: 'none' };
+          runId = newId('run');
+          kind = 'start';
+        } else {
+          if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
+          const started = await client.query('SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = $3 LIMIT 1', [
+            session.id,
+            runId,
+            'session.status_running',
+          ]);
+          if (started.rowCount === 0) kind = 'start';
+          else if (types.has('user.tool_result')) kind = 'resume';
+          else return { kind: 'none' };
+        }
+
+        await client.query(
+          `UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
+            WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)`,
+          [session.id, runId, RUN_STARTING_TYPES],
+        );
+        await client.query(`UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`, [session.id, runId]);
+        await appendEvents(client, session.id, [
+          { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
+        ]);
+
+        let toolsetError: RunErrorCode | undefined;
+        if (kind === 'start' && unservedTools(agent.tools ?? [], isDevelopment(deps.config)).length > 0) toolsetError = 'toolset_incomplete';
+        return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}) };
+      });
+    },
+
+    /**
+     * Closes a cycle: appends `session.status_idle` (with stop_reason, context_tokens and, for
+     * a pause, tool_use_ids and tool_traceparents) or `session.error`, with the cycle's usage;
+     * debits the credits, adds to the session's cumulative usage and writes the usage row,
+     * all in one transaction.
+     */
+    async finishRunCycle(input: {
+      sessionId: string;
+      runId: string;
+      cycleKey: string;
+      usage: RunUsage;
+      contextTokens: number;
+      stopReason?: StopReason;
+      errorCode?: RunErrorCode;
+      toolCalls?: Array<{ id: string; name: string }>;
+      endRun: boolean;
+    }): Promise<void> {
+      await withTransaction(deps.db, async (client) => {
+        const session = await lockSession(client, input.sessionId);
+        if (!session) return;
+        const key = `${input.cycleKey}:end`;
+        const done = await client.query('SELECT 1 FROM session_events WHERE session_id = $1 AND idempotency_key = $2', [session.id, key]);
+        if (done.rowCount) return;
+
+        const usage = { ...input.usage };
+        if (input.errorCode) {
+          await appendEvents(client, session.id, [
+            {
+              type: 'session.error',
+              content: [{ type: 'error', message: CLIENT_SAFE_MESSAGES[input.errorCode], code: input.errorCode }],
+              usage,
+              error_code: input.errorCode,
+              run_id: input.runId,
+              idempotency_key: key,
+              processed: true,
+            },
+          ]);
+        } else {
+          const toolUseIds = input.toolCalls?.map((call) => call.id);
+          const traceId = createHash('sha256').update(input.runId).digest('hex').slice(0, 32);
+          await appendEvents(client, session.id, [
+            {
+              type: 'session.status_idle',
+              attributes: {
+                stop_reason: input.stopReason ?? 'end_turn',
+                context_tokens: input.contextTokens,
+                ...(toolUseIds
+                  ? {
+                      tool_use_ids: toolUseIds,
+                      tool_traceparents: Object.fromEntries(
+                        toolUseIds.map((id) => [id, traceparentFor(traceId, createHash('sha256').update(id).digest('hex').slice(0, 16))]),
+                      ),
+                    }
+                  : {}),
+              },
+              usage,
+              run_id: input.runId,
+              idempotency_key: key,
+              processed: true,
+            },
+          ]);
+        }
+
+        await client.query(
+          `UPDATE sessions SET
+             input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
+             cache_read_input_tokens = cache_read_input_tokens + $4, cache_creation_input_tokens = cache_creation_input_tokens + $5,
+             credits_nano = credits_nano + $6,
+             pending_tool_use_ids = $7,
+             active_run_id = CASE WHEN $8 THEN NULL ELSE active_run_id END,
+             status = $9, updated_at = now()
+           WHERE id = $1`,
+          [
+            session.id,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.credits_nano,
+            JSON.stringify(input.toolCalls?.map((call) => call.id) ?? []),
+            input.endRun,
+            input.errorCode ? 'error' : 'idle',
+          ],
+        );
+        if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
+          const agent = (await client.query<{ model: string }>('SELECT model FROM agents WHERE id = $1', [session.agent_id])).rows[0];
+          await insertUsage(client, {
+            projectId: session.project_id,
+            model: agent?.model ?? 'unknown',
+            operation: 'agent_run',
+            clientId: session.client_id,
+            authMethod: 'internal_service',
+            actorType: 'service',
+            application: 'svc-agents',
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_input_tokens: usage.cache_read_input_tokens,
+            cache_creation_input_tokens: usage.cache_creation_input_tokens,
+            reasoning_tokens: 0,
+            credits_nano: usage.credits_nano,
+            requestId: input.runId,
+          });
+          await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
+        }
+      });
+    },
+  };
+}

@@ -1,0 +1,93 @@
+import { randomInt } from 'node:crypto';
+import type { Deps } from '../src/deps';
+import { isDevelopment } from '../src/config';
+import { roleOf, searchDeferredTools, toolErrorEnvelope, validateToolInput } from '../src/domain/run-tools';
+import { withTransaction } from '../src/store/db';
+import { appendEvents, lockSession } from '../src/store/events';
+import { buildConversation, loadRunContext } from './run-context';
+
+type ToolAnswer = { content: string; is_error?: boolean; error_code?: string; status?: 'tool_loaded' };
+
+/**
+ * Tools the gateway answers itself. Each answer is appended as a processed
+ * `user.tool_result` (idempotent by the call id), which the next turn reads.
+ */
+export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: (call: KnowledgeBaseCall) => Promise<ToolAnswer> } = {}) {
+  return {
+    async runServerTool(input: { sessionId: string; runId: string; call: { id: string; name: string; input: Record<string, unknown> } }): Promise<void> {
+      const context = await loadRunContext(deps.db, input.sessionId);
+      const tools = context.agent.tools ?? [];
+      const role = roleOf(tools, input.call.name);
+      const args = input.call.input;
+      let answer: ToolAnswer;
+      switch (role.kind) {
+        case 'echo':
+          answer = isDevelopment(deps.config) ? { content: String(args.message ?? '') } : unavailable(input.call.name);
+          break;
+        case 'random_number': {
+          const min = Number(args.min), max = Number(args.max);
+          if (!Number.isInteger(min) || !Number.isInteger(max) || min > max) {
+            answer = failure('invalid_input', 'min and max must be integers with min <= max', Number.isInteger(min) ? 'max' : 'min', true);
+          } else answer = isDevelopment(deps.config) ? { content: String(randomInt(min, max + 1)) } : unavailable(input.call.name);
+          break;
+        }
+        case 'search_tools':
+          answer = { content: JSON.stringify({ tools: searchDeferredTools(tools, String(args.query ?? '')) }) };
+          break;
+        case 'deferred': {
+          const loaded = buildConversation(context).loadedTools.has(input.call.name);
+          if (!loaded) {
+            answer = { content: `Tool ${input.call.name} is now loaded; call it again with its input.`, status: 'tool_loaded' };
+          } else {
+            const problem = validateToolInput(role.entry.input_schema ?? { type: 'object' }, args);
+            answer = failure('invalid_input', problem?.message ?? 'invalid input', problem?.field, true);
+          }
+          break;
+        }
+        case 'kb_search':
+        case 'kb_fetch':
+          answer = extra.knowledgeBase
+            ? await extra.knowledgeBase({ projectId: context.session.project_id, kind: role.kind, entry: role.entry, input: args })
+            : unavailable(input.call.name);
+          break;
+        default:
+          answer = failure('not_found', `no tool named ${input.call.name}`, undefined, false);
+      }
+      await withTransaction(deps.db, async (client) => {
+        await lockSession(client, input.sessionId);
+        await appendEvents(client, input.sessionId, [
+          {
+            type: 'user.tool_result',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: input.call.id,
+                content: answer.content,
+                ...(answer.is_error ? { is_error: true, error_code: answer.error_code } : {}),
+                ...(answer.status ? { status: answer.status } : {}),
+              },
+            ],
+            error_code: answer.is_error ? answer.error_code : null,
+            run_id: input.runId,
+            idempotency_key: `${input.runId}:tool:${input.call.id}`,
+            processed: true,
+          },
+        ]);
+      });
+    },
+  };
+}
+
+export interface KnowledgeBaseCall {
+  projectId: string;
+  kind: 'kb_search' | 'kb_fetch';
+  entry: { collection_id?: string; filters?: Record<string, unknown> | null };
+  input: Record<string, unknown>;
+}
+
+const failure = (code: string, message: string, field: string | undefined, retryable: boolean): ToolAnswer => ({
+  content: toolErrorEnvelope(code, message, { field, retryable }),
+  is_error: true,
+  error_code: code,
+});
+const unavailable = (name: string) => failure('tool_unavailable', `${name} is not served in this environment`, undefined, false);

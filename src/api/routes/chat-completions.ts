@@ -1,0 +1,73 @@
+import Router from '@koa/router';
+import type { Deps } from '../../deps';
+import { ChatCompletionRequest, checkChatRequest } from '../../domain/chat';
+import { authenticate } from '../../auth/middleware';
+import { findModel } from '../../providers/catalog';
+import { sseMessage } from '../../providers/sse';
+import { chatToUnified } from '../../providers/shapes/chat-to-unified';
+import { createChatChunker, unifiedToChat } from '../../providers/shapes/unified-to-chat';
+import { ApiError, badRequest } from '../errors';
+import { jsonBody } from '../middleware/json-body';
+import { rateLimit } from '../middleware/rate-limit';
+import type { AppContext, AppState } from '../types';
+import { parseInput } from '../validate';
+import { createGateway, relayUpstreamFailure, toGatewayError, type GatewayOptions } from './gateway/gateway';
+import { writeSse } from './gateway/sse';
+
+export const modelNotFound = (model: string) => new ApiError(404, 'not_found_error', `model '${model}' not found; see GET /v1/models`);
+
+/** The gateway envelope as a chat completion chunk: the openai SDK raises it as an APIError. */
+function chatErrorChunk(ctx: AppContext, error: Error): string {
+  const failure = toGatewayError(error);
+  const apiError = failure instanceof ApiError ? failure : new ApiError(502, 'upstream_error', 'the model provider stream failed');
+  return sseMessage({ error: { message: apiError.message, type: apiError.type, code: apiError.status, request_id: ctx.state.requestId } });
+}
+
+/** POST /v1/chat/completions: the OpenAI chat shape onto any catalog model. */
+export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}): Router<AppState, AppContext> {
+  const gateway = createGateway(deps, options);
+  const router = new Router<AppState, AppContext>();
+  router.post(
+    '/v1/chat/completions',
+    rateLimit(deps),
+    authenticate(deps, { scope: 'chat', access: 'write' }),
+    jsonBody(deps.config.BODY_LIMIT_BYTES),
+    async (ctx) => {
+      const body = parseInput(ChatCompletionRequest, ctx.request.body);
+      const model = findModel(body.model);
+      if (!model) throw modelNotFound(body.model);
+      const violation = checkChatRequest(body, model);
+      if (violation) throw badRequest(violation.message, violation.param);
+      const request = chatToUnified(body, model);
+      await gateway.admit(ctx, request);
+      const signal = gateway.clientSignal(ctx);
+
+      if (!body.stream) {
+        let result;
+        try {
+          result = await gateway.providers.generate(request, { signal });
+        } catch (error) {
+          return relayUpstreamFailure(ctx, error);
+        }
+        ctx.body = unifiedToChat(result, model.id);
+        void gateway.meter(ctx, model, result.usage);
+        return;
+      }
+
+      let parts;
+      try {
+        parts = await gateway.providers.stream(request, { signal });
+      } catch (error) {
+        return relayUpstreamFailure(ctx, error);
+      }
+      const chunker = createChatChunker(model.id, body.stream_options?.include_usage === true);
+      const usage = await writeSse(ctx, parts, {
+        encode: (part) => chunker(part).map((chunk) => sseMessage(chunk)),
+        encodeError: (error) => chatErrorChunk(ctx, error),
+        trailer: sseMessage('[DONE]'),
+      });
+      await gateway.meter(ctx, model, usage);
+    },
+  );
+  return router;
+}

@@ -1,0 +1,91 @@
+import type { Deps } from '../../../deps';
+import { assertCredits, callerFields, chargeUsage } from '../../../billing/usage';
+import { computeCreditsNano, type ModelRecord } from '../../../providers/catalog';
+import { ProviderError, UpstreamConnectionError, UpstreamHttpError, UpstreamTimeoutError } from '../../../providers/errors';
+import { createProviderRegistry, type ProviderRegistry } from '../../../providers';
+import type { UnifiedRequest, Usage } from '../../../providers/types';
+import { ApiError } from '../../errors';
+import type { AppContext } from '../../types';
+import { blockListModerator, contentBlocked, moderatedTexts, type Moderator } from './moderation';
+
+export interface GatewayOptions {
+  providers?: ProviderRegistry;
+  moderator?: Moderator;
+}
+
+/** What the chat and messages routes share: admission, upstream calls, failures, metering. */
+export interface Gateway {
+  providers: ProviderRegistry;
+  /** Moderation, then the credit check: both before any upstream call. */
+  admit(ctx: AppContext, request: UnifiedRequest): Promise<void>;
+  /** Aborts when the client goes away before the response is complete. */
+  clientSignal(ctx: AppContext): AbortSignal;
+  /** Writes the usage row and debits credits; never throws (failures are logged). */
+  meter(ctx: AppContext, model: ModelRecord, usage: Usage): Promise<void>;
+}
+
+export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway {
+  const providers = options.providers ?? createProviderRegistry(deps.config);
+  const moderator = options.moderator ?? blockListModerator(deps.config.MODERATION_BLOCKLIST);
+  return {
+    providers,
+    async admit(ctx, request) {
+      if (!(await moderator.allows(moderatedTexts(request)))) throw contentBlocked();
+      const projectId = ctx.state.principal?.projectId;
+      if (!projectId) throw new ApiError(403, 'permission_error', 'this credential is not bound to a project');
+      await assertCredits(deps.db, projectId);
+    },
+    clientSignal(ctx) {
+      const controller = new AbortController();
+      ctx.res.once('close', () => {
+        if (!ctx.res.writableFinished) controller.abort(new Error('client disconnected'));
+      });
+      return controller.signal;
+    },
+    async meter(ctx, model, usage) {
+      const principal = ctx.state.principal!;
+      const credits = computeCreditsNano(model, usage);
+      try {
+        await chargeUsage(deps.db, {
+          ...callerFields(principal, ctx.get('x-application') || undefined),
+          model: model.id,
+          operation: 'chat',
+          input_tokens: usage.input_tokens,
+          output_tokens: usage.output_tokens,
+          cache_read_input_tokens: usage.cache_read_input_tokens,
+          cache_creation_input_tokens: usage.cache_creation_input_tokens,
+          reasoning_tokens: usage.reasoning_tokens,
+          credits_nano: credits,
+          requestId: ctx.state.requestId,
+        });
+      } catch (error) {
+        ctx.state.log.error({ err: error, model: model.id, credits_nano: credits }, 'metering failed');
+      }
+    },
+  };
+}
+
+/**
+ * An upstream failure before any response byte went out. Provider HTTP errors pass
+ * through with the provider's status and body; timeouts and connection failures become
+ * gateway errors (504 / 502).
+ */
+export function relayUpstreamFailure(ctx: AppContext, error: unknown): void {
+  if (error instanceof UpstreamHttpError) {
+    ctx.state.log.warn({ provider: error.provider, model: error.model, status: error.status, upstream_request_id: error.upstreamRequestId }, 'upstream error');
+    ctx.status = error.status;
+    ctx.type = error.contentType;
+    if (error.retryAfterMs !== undefined) ctx.set('Retry-After', String(Math.ceil(error.retryAfterMs / 1000)));
+    ctx.body = error.body;
+    return;
+  }
+  throw toGatewayError(error);
+}
+
+export function toGatewayError(error: unknown): unknown {
+  if (error instanceof UpstreamTimeoutError) return new ApiError(504, 'upstream_error', 'the model provider did not answer in time');
+  if (error instanceof UpstreamConnectionError) return new ApiError(502, 'upstream_error', 'the model provider could not be reached');
+  if (error instanceof UpstreamHttpError) return new ApiError(error.status >= 400 ? error.status : 502, 'upstream_error', 'the model provider returned an error');
+  if (error instanceof ProviderError) return new ApiError(502, 'upstream_error', 'the model provider returned an unreadable response');
+  return error;
+}

@@ -1,0 +1,41 @@
+import type { UnifiedRequest } from '../../../providers/types';
+import { ApiError } from '../../errors';
+
+/**
+ * Moderation runs before any upstream call. Pluggable: anything with `allows(texts)`.
+ * The default is a configured block list (case-insensitive substrings).
+ */
+export interface Moderator {
+  allows(texts: string[]): Promise<boolean> | boolean;
+}
+
+export function blockListModerator(list: string): Moderator {
+  const terms = list
+    .split(',')
+    .map((term) => term.trim().toLowerCase())
+    .filter(Boolean);
+  return {
+    allows(texts) {
+      if (terms.length === 0) return true;
+      return !texts.some((text) => {
+        const lower = text.toLowerCase();
+        return terms.some((term) => lower.includes(term));
+      });
+    },
+  };
+}
+
+/** Everything the caller wrote that reaches the model as text. */
+export function moderatedTexts(request: UnifiedRequest): string[] {
+  const texts = (request.system ?? []).map((part) => part.text);
+  for (const message of request.messages) {
+    for (const part of message.content) {
+      if (part.type === 'text') texts.push(part.text);
+      else if (part.type === 'tool-result') texts.push(typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n'));
+    }
+  }
+  return texts;
+}
+
+/** Deliberately says nothing about which filter matched. */
+export const contentBlocked = () => new ApiError(403, 'content_policy_violation', 'the request was blocked by the content policy');

@@ -1,0 +1,58 @@
+import type { StreamPart, Usage } from '../../../providers/types';
+import { emptyUsage } from '../../../providers/types';
+import type { AppContext } from '../../types';
+
+export interface SseProtocol {
+  /** Framed SSE text for one hub part (may be none). */
+  encode(part: StreamPart): string[];
+  /** Framed SSE text closing the stream after a failure: the client's own error event. */
+  encodeError(error: Error): string;
+  /** Framed SSE text after a clean finish (e.g. `data: [DONE]`). */
+  trailer?: string;
+}
+
+/**
+ * Writes a provider stream to the client as SSE and returns the usage to bill: the
+ * finish part's, or what was produced before a break. A failure after the stream began
+ * ends in the client's protocol (an error event), never as a silently truncated 200.
+ * When the client goes away, iteration stops, which cancels the upstream request.
+ */
+export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>, protocol: SseProtocol): Promise<Usage> {
+  ctx.respond = false;
+  ctx.status = 200;
+  const res = ctx.res;
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  res.flushHeaders();
+  const write = async (text: string) => {
+    if (res.destroyed || text.length === 0) return;
+    if (!res.write(text)) await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  };
+  let usage = emptyUsage();
+  try {
+    for await (const part of parts) {
+      if (part.type === 'finish') usage = part.usage;
+      if (part.type === 'error') {
+        usage = part.usage;
+        if (!res.destroyed) {
+          ctx.state.log.warn({ err: part.error }, 'upstream stream failed after it began');
+          await write(protocol.encodeError(part.error));
+        }
+        break;
+      }
+      for (const text of protocol.encode(part)) await write(text);
+      if (part.type === 'finish' && protocol.trailer) await write(protocol.trailer);
+      if (res.destroyed) break; // client gone: leaving the loop cancels the upstream stream
+    }
+  } finally {
+    if (!res.destroyed) res.end();
+  }
+  return usage;
+}

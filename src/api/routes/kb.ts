@@ -1,0 +1,189 @@
+import Router from '@koa/router';
+import type { Deps } from '../../deps';
+import { authenticate } from '../../auth/middleware';
+import type { Principal } from '../../auth/principal';
+import { projectOf, requireProjectAccess, requireResourceProject } from '../../auth/tenancy';
+import {
+  BulkRequestSchema,
+  CollectionCreateSchema,
+  CollectionListQuerySchema,
+  CollectionUpdateSchema,
+  SearchRequestSchema,
+} from '../../domain/kb';
+import { bulkIndexDocuments, deleteCollectionDocuments, deleteDocument, getDocument, presentDocument } from '../../search/documents';
+import { SearchUnavailableError } from '../../search/errors';
+import { kbContext } from '../../search/kb-context';
+import { searchDocuments } from '../../search/search';
+import {
+  deleteCollection,
+  findCollectionById,
+  insertCollection,
+  listCollections,
+  setSitePrimaryCollection,
+  updateCollection,
+  type CollectionPosition,
+  type CollectionRow,
+} from '../../store/collections';
+import { withTransaction } from '../../store/db';
+import { newId } from '../../store/ids';
+import { badRequest, conflict, notFound, serviceUnavailable } from '../errors';
+import { jsonBody } from '../middleware/json-body';
+import { rateLimit } from '../middleware/rate-limit';
+import type { AppContext, AppState } from '../types';
+import { parseInput } from '../validate';
+
+/** 100 documents of up to ~100 KB each. */
+export const BULK_BODY_LIMIT_BYTES = 10 * 1024 * 1024;
+/** Optional observability header: logged with the search when the session is the caller's. */
+export const SESSION_HEADER = 'x-session-id';
+
+export function presentCollection(row: CollectionRow) {
+  return {
+    id: row.id,
+    type: 'kb_collection' as const,
+    project_id: row.project_id,
+    name: row.name,
+    ...(row.description !== null ? { description: row.description } : {}),
+    ...(row.metadata !== null ? { metadata: row.metadata } : {}),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+const encodeCursor = (position: CollectionPosition) => Buffer.from(JSON.stringify([position.createdAtMicros, position.id])).toString('base64url');
+function decodeCursor(cursor: string): CollectionPosition {
+  try {
+    const [createdAtMicros, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
+    if (typeof createdAtMicros !== 'string' || !/^-?[0-9]{1,19}$/.test(createdAtMicros) || typeof id !== 'string') throw new Error('bad cursor');
+    return { createdAtMicros, id };
+  } catch {
+    throw badRequest('after: not a cursor returned by this endpoint', 'after');
+  }
+}
+
+/** The collection named in the path, if the caller may see it; otherwise the same 404 as an absent one. */
+async function loadCollection(deps: Deps, principal: Principal, id: string): Promise<CollectionRow> {
+  const row = await findCollectionById(deps.db, id);
+  await requireResourceProject(deps.db, principal, row?.project_id, 'collection');
+  return row!;
+}
+
+async function explicitProject(deps: Deps, principal: Principal, explicit: string | undefined): Promise<string> {
+  const projectId = projectOf(principal, explicit);
+  if (explicit !== undefined) await requireProjectAccess(deps.db, principal, projectId);
+  return projectId;
+}
+
+/** Logs the search against the caller's session, only when that session is in the caller's project. */
+async function noteSession(deps: Deps, ctx: AppContext, projectId: string, collectionId: string): Promise<void> {
+  const sessionId = ctx.get(SESSION_HEADER);
+  if (!sessionId || sessionId.length > 128) return;
+  const { rows } = await deps.db.query('SELECT 1 FROM sessions WHERE id = $1 AND project_id = $2', [sessionId, projectId]);
+  if (rows.length > 0) ctx.state.log.info({ session_id: sessionId, collection_id: collectionId }, 'kb search');
+}
+
+/**
+ * Knowledge-base collections (Postgres) and their documents (Elasticsearch).
+ * Each route: rate limit → auth (scope `kb`) → body → handler.
+ */
+export function kbRouter(deps: Deps): Router<AppState, AppContext> {
+  const router = new Router<AppState, AppContext>({ prefix: '/v1/kb/collections' });
+  const read = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'read' })];
+  const write = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'write' })];
+  const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
+
+  // Elasticsearch or the embedder being down is a retryable 503, not a 500.
+  router.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      if (error instanceof SearchUnavailableError) {
+        ctx.state.log.warn({ err: error.cause ?? error }, error.message);
+        throw serviceUnavailable(error.message, 1);
+      }
+      throw error;
+    }
+  });
+
+  router.post('/', ...write, body, async (ctx) => {
+    const principal = ctx.state.principal!;
+    const input = parseInput(CollectionCreateSchema, ctx.request.body);
+    const projectId = await explicitProject(deps, principal, input.project_id);
+    const row = await withTransaction(deps.db, async (tx) => {
+      const inserted = await insertCollection(tx, { id: newId('kbc'), projectId, name: input.name, description: input.description, metadata: input.metadata });
+      if ('conflict' in inserted) throw conflict(`a collection named '${input.name}' already exists in this project`);
+      if (input.set_primary && principal.method === 'service_token' && principal.clientId) {
+        await setSitePrimaryCollection(tx, principal.clientId, projectId, inserted.row.id);
+      }
+      return inserted.row;
+    });
+    ctx.status = 201;
+    ctx.body = presentCollection(row);
+  });
+
+  router.get('/', ...read, async (ctx) => {
+    const principal = ctx.state.principal!;
+    const query = parseInput(CollectionListQuerySchema, ctx.query, 'query');
+    const projectId = await explicitProject(deps, principal, query.project_id);
+    const rows = await listCollections(deps.db, projectId, { limit: query.limit + 1, after: query.after ? decodeCursor(query.after) : undefined });
+    const page = rows.slice(0, query.limit);
+    const hasMore = rows.length > query.limit;
+    ctx.body = { data: page.map(presentCollection), has_more: hasMore, ...(hasMore ? { next_cursor: encodeCursor(page.at(-1)!.position) } : {}) };
+  });
+
+  router.get('/:collectionId', ...read, async (ctx) => {
+    ctx.body = presentCollection(await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!));
+  });
+
+  router.patch('/:collectionId', ...write, body, async (ctx) => {
+    const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    const patch = parseInput(CollectionUpdateSchema, ctx.request.body);
+    const updated = await updateCollection(deps.db, collection.project_id, collection.id, patch);
+    if (!updated) throw notFound('collection');
+    if ('conflict' in updated) throw conflict(`a collection named '${patch.name}' already exists in this project`);
+    ctx.body = presentCollection(updated.row);
+  });
+
+  router.delete('/:collectionId', ...write, async (ctx) => {
+    const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    // The row goes first: from then on no request can reach the documents being removed.
+    if (!(await deleteCollection(deps.db, collection.project_id, collection.id))) throw notFound('collection');
+    const context = await kbContext(deps);
+    const documents = await deleteCollectionDocuments(deps.search, context, collection.id);
+    ctx.body = { id: collection.id, type: 'kb_collection', deleted: true, deleted_documents: documents };
+  });
+
+  router.post('/:collectionId/documents/bulk', ...write, jsonBody(BULK_BODY_LIMIT_BYTES), async (ctx) => {
+    const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    const { documents } = parseInput(BulkRequestSchema, ctx.request.body);
+    const items = await bulkIndexDocuments(deps.search, await kbContext(deps), collection.id, documents);
+    ctx.body = { items, errors: items.some((item) => item.status >= 300) };
+  });
+
+  router.get('/:collectionId/documents/:documentId', ...read, async (ctx) => {
+    const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    const stored = await getDocument(deps.search, await kbContext(deps), collection.id, ctx.params.documentId!);
+    if (!stored) throw notFound('document');
+    ctx.body = { ...presentDocument(stored), collection_id: collection.id };
+  });
+
+  router.delete('/:collectionId/documents/:documentId', ...write, async (ctx) => {
+    const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    if (!(await deleteDocument(deps.search, await kbContext(deps), collection.id, ctx.params.documentId!))) throw notFound('document');
+    ctx.body = { id: ctx.params.documentId, deleted: true };
+  });
+
+  // Search reads: `kb:read` suffices although it is a POST.
+  router.post('/:collectionId/search', ...read, jsonBody(deps.config.BODY_LIMIT_BYTES, { optional: true }), async (ctx) => {
+    const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    const request = parseInput(SearchRequestSchema, ctx.request.body ?? {});
+    const [result] = await Promise.all([
+      kbContext(deps).then((context) => searchDocuments(deps.search, context, ctx.state.log, { collectionId: collection.id, request })),
+      // Observability only: a failure here must never change the response.
+      noteSession(deps, ctx, collection.project_id, collection.id).catch(() => undefined),
+    ]);
+    ctx.body = result;
+  });
+
+  return router;
+}

@@ -1,0 +1,217 @@
+import Router from '@koa/router';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Deps } from '../../deps';
+import { hashSecret } from '../../auth/api-keys';
+import { resolveCredential } from '../../auth/middleware';
+import {
+  ClientMetadataSchema,
+  OAUTH_ACCESS_TOKEN_PREFIX,
+  OAUTH_ACCESS_TOKEN_TTL_SECONDS,
+  OAUTH_AUTH_METHODS,
+  OAUTH_BODY_LIMIT_BYTES,
+  OAUTH_GRANT_TYPES,
+  OAUTH_SCOPES,
+  OAuthError,
+  normalizeClientMetadata,
+  parseScope,
+} from '../../domain/oauth';
+import { newId } from '../../store/ids';
+import { findOAuthClient, insertOAuthAccessToken, insertOAuthClient, type OAuthClientRow } from '../../store/oauth';
+import { rateLimit } from '../middleware/rate-limit';
+import type { AppContext, AppState, Middleware } from '../types';
+
+/**
+ * OAuth for site plugins (see docs/sites-mcp-analytics.md):
+ * - GET  /.well-known/oauth-authorization-server  metadata (RFC 8414)
+ * - POST /oauth/register  Dynamic Client Registration (RFC 7591). The initial access token is an
+ *   identity-provider token of a user of the account the client will act for.
+ * - POST /oauth/token     client_credentials grant (RFC 6749 §4.4) → `oat_` access token for POST /v1/sites.
+ * Errors use the OAuth shape `{error, error_description}`, not the gateway envelope.
+ */
+export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
+  const router = new Router<AppState, AppContext>();
+
+  router.get('/.well-known/oauth-authorization-server', (ctx) => {
+    const issuer = `${ctx.protocol}://${ctx.host}`;
+    ctx.body = {
+      issuer,
+      registration_endpoint: `${issuer}/oauth/register`,
+      token_endpoint: `${issuer}/oauth/token`,
+      grant_types_supported: OAUTH_GRANT_TYPES,
+      token_endpoint_auth_methods_supported: OAUTH_AUTH_METHODS,
+      scopes_supported: OAUTH_SCOPES,
+      response_types_supported: [],
+    };
+  });
+
+  router.post('/oauth/register', rateLimit(deps), oauthErrors(), async (ctx) => {
+    const principal = await initialAccessToken(deps, ctx.get('authorization'));
+    const body = parseJsonObject(await readBody(ctx));
+    const parsed = ClientMetadataSchema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const field = issue.path.map(String).join('.');
+      throw new OAuthError(400, field.startsWith('redirect_uris') ? 'invalid_redirect_uri' : 'invalid_client_metadata', `${field || 'body'}: ${issue.message}`);
+    }
+    let metadata;
+    try {
+      metadata = normalizeClientMetadata(parsed.data);
+    } catch (error) {
+      // RFC 7591 §3.2.2: a bad scope at registration is invalid_client_metadata.
+      if (error instanceof OAuthError && error.code === 'invalid_scope') throw new OAuthError(400, 'invalid_client_metadata', error.message);
+      throw error;
+    }
+    const accountIds = principal.accountIds ?? [principal.accountId];
+    const accountId = parsed.data.account_id ?? (accountIds.length === 1 ? accountIds[0]! : undefined);
+    if (!accountId) throw new OAuthError(400, 'invalid_client_metadata', 'account_id is required: the registering user belongs to several accounts');
+    if (!accountIds.includes(accountId)) throw new OAuthError(400, 'invalid_client_metadata', 'account_id is not an account of the registering user');
+
+    const clientId = newId('client');
+    const clientSecret = `ocs_${randomBytes(32).toString('base64url')}`;
+    const row = await insertOAuthClient(deps.db, {
+      clientId,
+      secretHash: hashSecret(clientSecret),
+      accountId,
+      registeredBy: principal.subject ?? 'unknown',
+      metadata,
+    });
+    ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = {
+      client_id: clientId,
+      client_secret: clientSecret,
+      client_id_issued_at: Math.floor(row.created_at.getTime() / 1000),
+      client_secret_expires_at: 0, // the secret does not expire
+      ...withoutUndefined(metadata),
+      account_id: accountId,
+    };
+  });
+
+  router.post('/oauth/token', rateLimit(deps), oauthErrors(), async (ctx) => {
+    const params = await readTokenRequest(ctx);
+    const client = await authenticateClient(deps, ctx.get('authorization'), params);
+    const grantType = params.get('grant_type');
+    if (!grantType) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
+    if (grantType !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', `unsupported grant_type '${grantType}' (supported: client_credentials)`);
+    const registered = String(client.metadata.scope ?? '').split(' ').filter(Boolean);
+    const requested = parseScope(params.get('scope') ?? undefined) ?? registered;
+    const beyond = requested.filter((s) => !registered.includes(s));
+    if (beyond.length > 0) throw new OAuthError(400, 'invalid_scope', `scope not registered for this client: ${beyond.join(' ')}`);
+
+    const accessToken = `${OAUTH_ACCESS_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    await insertOAuthAccessToken(deps.db, {
+      hash: hashSecret(accessToken),
+      clientId: client.client_id,
+      accountId: client.account_id,
+      scope: requested.join(' '),
+      expiresAt: new Date(Date.now() + OAUTH_ACCESS_TOKEN_TTL_SECONDS * 1000),
+    });
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
+    ctx.body = { access_token: accessToken, token_type: 'Bearer', expires_in: OAUTH_ACCESS_TOKEN_TTL_SECONDS, scope: requested.join(' ') };
+  });
+
+  return router;
+}
+
+/** Renders OAuthError (and 401s from credential checks) in the OAuth error shape. */
+function oauthErrors(): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      if (!(error instanceof OAuthError)) throw error;
+      ctx.status = error.status;
+      for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { error: error.code, error_description: error.message };
+    }
+  };
+}
+
+async function initialAccessToken(deps: Deps, header: string) {
+  const token = /^Bearer[ ]+(\S+)\s*$/i.exec(header)?.[1];
+  const challenge = { 'WWW-Authenticate': 'Bearer realm="gateway", error="invalid_token"' };
+  if (!token) {
+    throw new OAuthError(401, 'invalid_token', 'an initial access token (identity-provider bearer token) is required', { 'WWW-Authenticate': 'Bearer realm="gateway"' });
+  }
+  const principal = await resolveCredential(deps, token).catch(() => undefined);
+  if (!principal) throw new OAuthError(401, 'invalid_token', 'the initial access token is invalid, expired or revoked', challenge);
+  if (principal.method !== 'okta' || token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) {
+    throw new OAuthError(401, 'invalid_token', 'the initial access token must be an identity-provider token', challenge);
+  }
+  return principal;
+}
+
+async function readBody(ctx: AppContext): Promise<string> {
+  const length = ctx.get('content-length');
+  if (length !== '' && Number(length) > OAUTH_BODY_LIMIT_BYTES) throw new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > OAUTH_BODY_LIMIT_BYTES) {
+      ctx.req.destroy();
+      throw new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parseJsonObject(text: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new OAuthError(400, 'invalid_client_metadata', 'the body must be a JSON object of client metadata');
+}
+
+/** RFC 6749 token requests are form-encoded; JSON is accepted too for convenience. */
+async function readTokenRequest(ctx: AppContext): Promise<URLSearchParams> {
+  const text = await readBody(ctx);
+  if (ctx.is('application/x-www-form-urlencoded')) return new URLSearchParams(text);
+  if (ctx.is('application/json')) {
+    const params = new URLSearchParams();
+    try {
+      for (const [key, value] of Object.entries(JSON.parse(text) as Record<string, unknown>)) if (typeof value === 'string') params.set(key, value);
+    } catch {
+      throw new OAuthError(400, 'invalid_request', 'the body is not valid JSON');
+    }
+    return params;
+  }
+  throw new OAuthError(400, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
+}
+
+/** client_secret_basic (Authorization: Basic) or client_secret_post (body), never both (RFC 6749 §2.3.1). */
+async function authenticateClient(deps: Deps, header: string, params: URLSearchParams): Promise<OAuthClientRow> {
+  const basic = /^Basic[ ]+(\S+)\s*$/i.exec(header)?.[1];
+  let clientId: string | undefined;
+  let secret: string | undefined;
+  let method: 'client_secret_basic' | 'client_secret_post';
+  if (basic) {
+    if (params.has('client_secret')) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two');
+    const decoded = Buffer.from(basic, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) throw invalidClient(true);
+    clientId = decodeURIComponent(decoded.slice(0, colon));
+    secret = decodeURIComponent(decoded.slice(colon + 1));
+    method = 'client_secret_basic';
+  } else {
+    clientId = params.get('client_id') ?? undefined;
+    secret = params.get('client_secret') ?? undefined;
+    method = 'client_secret_post';
+    if (!clientId || !secret) throw invalidClient(false);
+  }
+  const client = await findOAuthClient(deps.db, clientId);
+  const matches = client && timingSafeEqual(client.client_secret_hash, hashSecret(secret));
+  if (!client || !matches || client.metadata.token_endpoint_auth_method !== method) throw invalidClient(method === 'client_secret_basic');
+  return client;
+}
+
+const invalidClient = (basic: boolean) =>
+  new OAuthError(401, 'invalid_client', 'client authentication failed', basic ? { 'WWW-Authenticate': 'Basic realm="gateway"' } : {});
+
+const withoutUndefined = (value: Record<string, unknown>) => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));

@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { jsonSchemaError } from './json-schema';
+import { chars } from './fields';
+
+/**
+ * Entries of an agent's `tools`, discriminated by `type`. A `custom` entry may omit
+ * `type`. Every entry has a `name` (for the built-in kinds this is the caller-chosen
+ * wire identifier), and names are unique across all entries of the agent.
+ */
+export const TOOL_LIMITS = { nameChars: 64, labelChars: 64, collectionIdChars: 128, ceilingValues: 100 } as const;
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+const toolName = z.string({ error: 'must be a string' }).regex(TOOL_NAME_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$');
+const description = z.string({ error: 'must be a string' });
+
+const inputSchema = z.unknown().superRefine((value, ctx) => {
+  const error = jsonSchemaError(value);
+  if (error) ctx.addIssue({ code: 'custom', message: error });
+}).transform((v) => v as Record<string, unknown>);
+
+export const CustomToolSchema = z.strictObject({
+  type: z.literal('custom').optional(),
+  name: toolName,
+  description: description.optional(),
+  input_schema: inputSchema.optional(),
+  label: chars(TOOL_LIMITS.labelChars).optional(),
+  defer_loading: z.boolean().optional(),
+});
+
+// ---- the knowledge_base filter ceiling (same dimensions as search filters; null = unconstrained)
+
+const rfc3339 = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' });
+const valueList = z.array(z.string().min(1)).max(TOOL_LIMITS.ceilingValues);
+const isoLanguage = z.string().regex(/^[a-z]{2}$/, 'must be an ISO 639-1 code (two lowercase letters)');
+const dateRange = z
+  .strictObject({ gte: rfc3339.optional(), lte: rfc3339.optional() })
+  .refine((r) => !(r.gte && r.lte) || Date.parse(r.gte) <= Date.parse(r.lte), 'gte must not be after lte');
+
+export const FilterCeilingSchema = z.strictObject({
+  type: valueList.nullish(),
+  uri: valueList.nullish(),
+  language: z.array(isoLanguage).max(TOOL_LIMITS.ceilingValues).nullish(),
+  metadata: z.record(z.string().min(1).max(128), valueList).nullish(),
+  created_at: dateRange.nullish(),
+  modified_at: dateRange.nullish(),
+});
+
+export const KnowledgeBaseToolSchema = z.strictObject({
+  type: z.literal('knowledge_base'),
+  name: toolName,
+  collection_id: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(TOOL_LIMITS.collectionIdChars),
+  description: description.optional(),
+  filters: FilterCeilingSchema.nullish(),
+});
+
+export const EchoToolSchema = z.strictObject({ type: z.literal('echo'), name: toolName, description: description.optional() });
+export const RandomNumberToolSchema = z.strictObject({ type: z.literal('random_number'), name: toolName, description: description.optional() });
+
+export const ToolEntrySchema = z.discriminatedUnion('type', [CustomToolSchema, KnowledgeBaseToolSchema, EchoToolSchema, RandomNumberToolSchema], {
+  error: "unknown tool type; use 'custom' (or omit type), 'knowledge_base', 'echo' or 'random_number'",
+});
+export type ToolEntry = z.infer<typeof ToolEntrySchema>;
+
+/** Names unique across entries; at most one knowledge_base entry per collection. */
+export function toolsSchema(maxItems: number) {
+  return z
+    .array(ToolEntrySchema)
+    .max(maxItems, `must have at most ${maxItems} items`)
+    .superRefine((tools, ctx) => {
+      const names = new Set<string>();
+      const collections = new Set<string>();
+      tools.forEach((tool, index) => {
+        if (names.has(tool.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate tool name '${tool.name}'` });
+        names.add(tool.name);
+        if (tool.type === 'knowledge_base') {
+          if (collections.has(tool.collection_id)) {
+            ctx.addIssue({ code: 'custom', path: [index, 'collection_id'], message: `collection '${tool.collection_id}' already has a knowledge_base entry` });
+          }
+          collections.add(tool.collection_id);
+        }
+      });
+    });
+}

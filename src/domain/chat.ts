@@ -1,0 +1,198 @@
+import { z } from 'zod';
+import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
+
+/**
+ * POST /v1/chat/completions request (OpenAI chat completions shape). Unknown fields are
+ * refused with 400 rather than silently dropped.
+ */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+export const MAX_STOP_SEQUENCES = 4;
+
+const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
+const ImageUrlPart = z.strictObject({
+  type: z.literal('image_url'),
+  image_url: z.strictObject({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
+});
+const UserContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPart, ImageUrlPart])).min(1)]);
+const TextContent = z.union([z.string(), z.array(TextPart)]);
+
+export const ChatToolCall = z.strictObject({
+  id: z.string().min(1),
+  type: z.literal('function'),
+  function: z.strictObject({ name: z.string().regex(TOOL_NAME_PATTERN), arguments: z.string() }),
+});
+
+export const ChatMessage = z.discriminatedUnion('role', [
+  z.strictObject({ role: z.literal('system'), content: TextContent, name: z.string().optional() }),
+  z.strictObject({ role: z.literal('developer'), content: TextContent, name: z.string().optional() }),
+  z.strictObject({ role: z.literal('user'), content: UserContent, name: z.string().optional() }),
+  z.strictObject({
+    role: z.literal('assistant'),
+    content: TextContent.nullish(),
+    tool_calls: z.array(ChatToolCall).optional(),
+    reasoning_content: z.string().nullish(),
+    refusal: z.string().nullish(),
+    name: z.string().optional(),
+  }),
+  z.strictObject({ role: z.literal('tool'), content: TextContent, tool_call_id: z.string().min(1) }),
+]);
+export type ChatMessage = z.infer<typeof ChatMessage>;
+
+export const FunctionToolSchema = z.strictObject({
+  type: z.literal('function'),
+  function: z.strictObject({
+    name: z.string().regex(TOOL_NAME_PATTERN, 'tool names must match ^[a-zA-Z0-9_-]{1,64}$'),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+/** Native server-side web search (models with the `web_search` capability). Omit `allowed_domains` to allow all. */
+export const WebSearchToolSchema = z.strictObject({
+  type: z.literal('web_search'),
+  allowed_domains: z.array(z.string().min(1)).max(100).optional(),
+  blocked_domains: z.array(z.string().min(1)).max(100).optional(),
+  max_uses: z.int().min(1).optional(),
+});
+
+export const ChatTool = z.discriminatedUnion('type', [FunctionToolSchema, WebSearchToolSchema]);
+
+export const ResponseFormatSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('text') }),
+  z.strictObject({ type: z.literal('json_object') }),
+  z.strictObject({
+    type: z.literal('json_schema'),
+    json_schema: z.strictObject({
+      name: z.string().min(1).max(64),
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
+export const ThinkingConfigSchema = z.strictObject({
+  thinking_budget: z.int().min(-1).optional(),
+  include_thoughts: z.boolean().optional(),
+});
+
+export const ChatCompletionRequest = z.strictObject({
+  model: z.string().min(1).max(255),
+  messages: z.array(ChatMessage).min(1),
+  temperature: z.number().optional(),
+  top_p: z.number().min(0).max(1).optional(),
+  max_tokens: z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`).optional(),
+  /** OpenAI's newer name for max_tokens; accepted as an alias. */
+  max_completion_tokens: z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_completion_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`).optional(),
+  stream: z.boolean().optional(),
+  stream_options: z.strictObject({ include_usage: z.boolean().optional() }).nullish(),
+  stop: z.union([z.string(), z.array(z.string()).max(MAX_STOP_SEQUENCES)]).nullish(),
+  tools: z.array(ChatTool).max(128).optional(),
+  tool_choice: z
+    .union([z.enum(['auto', 'none', 'required']), z.strictObject({ type: z.literal('function'), function: z.strictObject({ name: z.string() }) })])
+    .optional(),
+  parallel_tool_calls: z.boolean().optional(),
+  response_format: ResponseFormatSchema.optional(),
+  reasoning_effort: z.string().min(1).optional(),
+  provider_options: z.looseObject({ thinking_config: ThinkingConfigSchema.optional() }).optional(),
+  user: z.string().max(256).optional(),
+  n: z.literal(1).optional(),
+});
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
+
+/** A request that parsed but does not fit the chosen model. */
+export interface RuleViolation {
+  message: string;
+  param: string;
+}
+
+/**
+ * The catalog-driven rules of a chat request (model records are data; these are the
+ * checks): temperature support and range, response formats, reasoning effort enum,
+ * per-model output ceiling, tool capabilities, provider options, tool-call pairing.
+ */
+export function checkChatRequest(request: ChatCompletionRequest, model: import('../providers/catalog').ModelRecord): RuleViolation | undefined {
+  const temperature = model.parameters.temperature;
+  if (request.temperature !== undefined) {
+    if (!temperature?.supported) return { param: 'temperature', message: `temperature is not supported by ${model.id}` };
+    if (request.temperature < temperature.min || request.temperature > temperature.max) {
+      return { param: 'temperature', message: `temperature must be between ${temperature.min} and ${temperature.max} for ${model.id}` };
+    }
+  }
+  if (request.response_format && !model.parameters.response_format_type.includes(request.response_format.type)) {
+    return {
+      param: 'response_format.type',
+      message: `response_format type '${request.response_format.type}' is not supported by ${model.id}; accepted: ${model.parameters.response_format_type.join(', ')}`,
+    };
+  }
+  if (request.reasoning_effort !== undefined) {
+    const accepted = model.parameters.reasoning_effort ?? [];
+    if (!accepted.includes(request.reasoning_effort)) {
+      return {
+        param: 'reasoning_effort',
+        message: accepted.length ? `reasoning_effort must be one of ${accepted.join(', ')} for ${model.id}` : `${model.id} accepts no reasoning_effort`,
+      };
+    }
+  }
+  const maxTokens = request.max_completion_tokens ?? request.max_tokens;
+  if (request.max_tokens !== undefined && request.max_completion_tokens !== undefined) {
+    return { param: 'max_tokens', message: 'set max_tokens or max_completion_tokens, not both' };
+  }
+  if (maxTokens !== undefined && maxTokens > model.max_output_tokens) {
+    return { param: 'max_tokens', message: `max_tokens must be at most ${model.max_output_tokens} for ${model.id}` };
+  }
+  if (request.provider_options !== undefined) {
+    if (model.provider === 'anthropic') return { param: 'provider_options', message: 'provider_options are supported only for openai/* and google/* models' };
+    if (request.provider_options.thinking_config !== undefined) {
+      if (model.provider !== 'google') return { param: 'provider_options.thinking_config', message: 'thinking_config is supported only for google/* models' };
+      if (request.reasoning_effort !== undefined) {
+        return { param: 'provider_options.thinking_config', message: 'thinking_config and reasoning_effort are mutually exclusive on google/* models' };
+      }
+    }
+  }
+  for (const [index, tool] of (request.tools ?? []).entries()) {
+    if (tool.type === 'function' && !model.capabilities.includes('tools')) {
+      return { param: `tools.${index}`, message: `${model.id} does not support tools` };
+    }
+    if (tool.type === 'web_search') {
+      if (!model.capabilities.includes('web_search')) return { param: `tools.${index}`, message: `${model.id} does not support the web_search tool` };
+      if ((tool.allowed_domains || tool.blocked_domains || tool.max_uses) && model.provider !== 'anthropic') {
+        return { param: `tools.${index}`, message: `${model.provider} web search takes no domain lists or max_uses` };
+      }
+    }
+  }
+  const names = (request.tools ?? []).flatMap((tool) => (tool.type === 'function' ? [tool.function.name] : []));
+  if (new Set(names).size !== names.length) return { param: 'tools', message: 'tool names must be unique' };
+  if (request.tool_choice !== undefined && request.tool_choice !== 'none' && (request.tools ?? []).length === 0) {
+    return { param: 'tool_choice', message: 'tool_choice needs tools' };
+  }
+  if (typeof request.tool_choice === 'object' && !names.includes(request.tool_choice.function.name)) {
+    return { param: 'tool_choice', message: `tool_choice names a tool that is not in tools: ${request.tool_choice.function.name}` };
+  }
+  return checkToolPairing(request.messages);
+}
+
+function checkToolPairing(messages: ChatMessage[]): RuleViolation | undefined {
+  const calls = new Set<string>();
+  let conversation = false;
+  for (const [index, message] of messages.entries()) {
+    if (message.role === 'assistant') {
+      for (const call of message.tool_calls ?? []) {
+        calls.add(call.id);
+        try {
+          const input = JSON.parse(call.function.arguments || '{}') as unknown;
+          if (!input || typeof input !== 'object' || Array.isArray(input)) throw new Error('not an object');
+        } catch {
+          return { param: `messages.${index}.tool_calls`, message: 'tool call arguments must be a JSON object encoded as a string' };
+        }
+      }
+    }
+    if (message.role === 'tool' && !calls.has(message.tool_call_id)) {
+      return { param: `messages.${index}.tool_call_id`, message: 'a tool message must answer a tool call of an earlier assistant message' };
+    }
+    if (message.role === 'user' || message.role === 'assistant' || message.role === 'tool') conversation = true;
+  }
+  if (!conversation) return { param: 'messages', message: 'messages need at least one user message' };
+  return undefined;
+}

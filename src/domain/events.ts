@@ -1,0 +1,256 @@
+import { z } from 'zod';
+import { pageLimit, queryBoolean } from './fields';
+
+/**
+ * The session event log: what callers may send, and the state rules that decide what a
+ * request appends and how the session's run state changes. Pure; the events route applies
+ * the plan inside one transaction holding the session row lock.
+ */
+export const EVENT_LIMITS = { eventsPerRequest: 100, blocksPerEvent: 100, toolUseIdChars: 256 } as const;
+
+export const SENDABLE_EVENT_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'] as const;
+/** Event types of other products' APIs that this gateway refuses by name. */
+export const REJECTED_EVENT_TYPES = ['user.tool_confirmation', 'user.custom_tool_result', 'user.define_outcome'] as const;
+
+export const TOOL_ERROR_CODES = [
+  'invalid_input',
+  'permission_denied',
+  'not_found',
+  'tool_unavailable',
+  'declined',
+  'cancelled',
+  'rate_limited',
+  'timeout',
+  'unavailable',
+  'cms_fatal_error',
+  'execution_failed',
+  'internal_error',
+] as const;
+export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
+/** Event-level code of a failed tool result whose block gave none. */
+export const UNCLASSIFIED = 'unclassified';
+
+// ---------------------------------------------------------------- content blocks
+
+const TextBlockSchema = z.strictObject({ type: z.literal('text'), text: z.string({ error: 'must be a string' }) });
+
+const DocumentSourceSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ type: z.literal('base64'), media_type: z.string().min(1), data: z.string().min(1) }),
+    z.strictObject({ type: z.literal('text'), media_type: z.literal('text/plain').optional(), data: z.string() }),
+    z.strictObject({ type: z.literal('url'), url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }) }),
+  ],
+  { error: "source.type must be 'base64', 'text' or 'url'" },
+);
+const DocumentBlockSchema = z.strictObject({
+  type: z.literal('document'),
+  source: DocumentSourceSchema,
+  title: z.string().optional(),
+  context: z.string().optional(),
+});
+
+const MessageBlockSchema = z.discriminatedUnion('type', [TextBlockSchema, DocumentBlockSchema], {
+  error: "message content blocks must be of type 'text' or 'document'",
+});
+
+/** The JSON error envelope a failed tool result may carry as its content. */
+export const ToolErrorEnvelopeSchema = z.strictObject({
+  error: z.strictObject({
+    code: z.string().min(1),
+    message: z.string(),
+    field: z.string().optional(),
+    retryable: z.boolean(),
+  }),
+});
+
+/** W3C trace context `traceparent`: version-traceid-parentid-flags, lowercase hex. */
+export const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+export const ToolResultBlockSchema = z
+  .strictObject({
+    type: z.literal('tool_result', { error: "tool result blocks must have type 'tool_result'" }),
+    tool_use_id: z.string({ error: 'is required' }).min(1, 'is required').max(EVENT_LIMITS.toolUseIdChars),
+    content: z.union([z.string(), ToolErrorEnvelopeSchema], { error: 'must be a string or the JSON error envelope {error: {code, message, field?, retryable}}' }).optional(),
+    is_error: z.boolean().optional(),
+    error_code: z.enum(TOOL_ERROR_CODES, { error: `must be one of ${TOOL_ERROR_CODES.join(', ')}` }).optional(),
+    traceparent: z.string().regex(TRACEPARENT_PATTERN, 'must be a W3C traceparent').optional(),
+    client_timing: z
+      .strictObject({ started_at_ms: z.number().int().min(0), ended_at_ms: z.number().int().min(0) })
+      .refine((t) => t.ended_at_ms >= t.started_at_ms, 'ended_at_ms must not be before started_at_ms')
+      .optional(),
+  })
+  .refine((block) => block.error_code === undefined || block.is_error === true, {
+    message: 'error_code is allowed only when is_error is true',
+    path: ['error_code'],
+  });
+export type ToolResultBlock = z.infer<typeof ToolResultBlockSchema>;
+
+const blocks = <T extends z.ZodType>(block: T) => z.array(block).max(EVENT_LIMITS.blocksPerEvent, `must have at most ${EVENT_LIMITS.blocksPerEvent} blocks`);
+
+const MessageEventSchema = z.strictObject({
+  type: z.enum(['user.message', 'system.message']),
+  content: blocks(MessageBlockSchema).min(1, 'must have at least one block'),
+});
+const ToolResultEventSchema = z.strictObject({
+  type: z.literal('user.tool_result'),
+  content: blocks(ToolResultBlockSchema).min(1, 'must have at least one tool_result block'),
+});
+const InterruptEventSchema = z.strictObject({
+  type: z.literal('user.interrupt'),
+  content: z.array(z.unknown()).max(0, 'must be empty or omitted').optional(),
+});
+
+const SentEventSchema = z
+  .looseObject({ type: z.string({ error: 'is required' }) })
+  .superRefine((event, ctx) => {
+    if ((REJECTED_EVENT_TYPES as readonly string[]).includes(event.type)) {
+      ctx.addIssue({ code: 'custom', path: ['type'], message: `'${event.type}' events are not supported` });
+    } else if (!(SENDABLE_EVENT_TYPES as readonly string[]).includes(event.type)) {
+      ctx.addIssue({ code: 'custom', path: ['type'], message: `must be one of ${SENDABLE_EVENT_TYPES.join(', ')}` });
+    }
+  })
+  .pipe(z.discriminatedUnion('type', [MessageEventSchema, ToolResultEventSchema, InterruptEventSchema]));
+export type SentEvent = z.infer<typeof SentEventSchema>;
+
+export const PostEventsSchema = z.strictObject({
+  events: z
+    .array(SentEventSchema, { error: 'must be an array of events' })
+    .min(1, 'must have at least one event')
+    .max(EVENT_LIMITS.eventsPerRequest, `must have at most ${EVENT_LIMITS.eventsPerRequest} events`)
+    .superRefine((events, ctx) => {
+      const types = new Set(events.map((e) => e.type));
+      if (types.has('user.interrupt') && events.length > 1) {
+        ctx.addIssue({ code: 'custom', message: 'user.interrupt must be the only event in its request' });
+      } else if (types.has('user.tool_result') && (types.has('user.message') || types.has('system.message'))) {
+        ctx.addIssue({ code: 'custom', message: 'a request holds either user.tool_result events or messages, never both' });
+      }
+    }),
+});
+export type PostEvents = z.infer<typeof PostEventsSchema>;
+
+export const EventListQuerySchema = z
+  .strictObject({
+    limit: pageLimit,
+    order: z.enum(['asc', 'desc'], { error: 'must be asc or desc' }).default('asc'),
+    page: z.string().min(1).max(512).optional(),
+    after_id: z.string().min(1).max(64).optional(),
+    include_thinking: queryBoolean.default(false),
+  })
+  .refine((q) => !(q.page && q.after_id), { message: 'after_id and page are mutually exclusive', path: ['after_id'] });
+export type EventListQuery = z.infer<typeof EventListQuerySchema>;
+
+// ---------------------------------------------------------------- state rules
+
+export interface RunState {
+  active_run_id: string | null;
+  pending_tool_use_ids: string[];
+  cancelled_tool_use_ids: string[];
+}
+
+/** An event to append (the store's NewEvent shape). */
+export interface EventDraft {
+  type: string;
+  content: unknown[];
+  error_code?: string | null;
+  run_id?: string | null;
+  processed?: boolean;
+}
+
+export type EventPlan =
+  | { ok: false; status: 400 | 409; message: string }
+  | {
+      ok: true;
+      append: EventDraft[];
+      state: RunState;
+      /** A new run was claimed: the session becomes `running` with this run id. */
+      startedRunId?: string;
+      /** What to signal after commit: wake the workflow, interrupt a run, or nothing. */
+      signal: { kind: 'events' } | { kind: 'interrupt'; runId: string } | null;
+      /** Whether the request needs credits (it can make a run do model calls). */
+      runStarting: boolean;
+    };
+
+export const cancelledResultContent = (): string =>
+  JSON.stringify({ error: { code: 'cancelled', message: 'the tool call was cancelled because a new message was sent before its result', retryable: false } });
+
+/** First failing block's code; `unclassified` when it gave none; null when nothing failed. */
+export function toolResultErrorCode(content: ToolResultBlock[]): string | null {
+  const failed = content.find((block) => block.is_error === true);
+  return failed ? (failed.error_code ?? UNCLASSIFIED) : null;
+}
+
+/**
+ * Applies the spec's run-behaviour rules to one request. `newRunId` is the id a run
+ * started by this request gets; `asyncEnabled` is the site's switch (when off, events are
+ * stored and echoed but nothing runs).
+ */
+export function planEvents(state: RunState, events: SentEvent[], options: { newRunId: string; asyncEnabled: boolean }): EventPlan {
+  const first = events[0]!;
+  if (first.type === 'user.interrupt') {
+    return {
+      ok: true,
+      append: [{ type: 'user.interrupt', content: [], run_id: state.active_run_id }],
+      state,
+      signal: state.active_run_id ? { kind: 'interrupt', runId: state.active_run_id } : null,
+      runStarting: false,
+    };
+  }
+
+  if (first.type === 'user.tool_result') {
+    const pending = new Set(state.pending_tool_use_ids);
+    const cancelled = new Set(state.cancelled_tool_use_ids);
+    const append: EventDraft[] = [];
+    for (const event of events as Array<Extract<SentEvent, { type: 'user.tool_result' }>>) {
+      for (const block of event.content) {
+        if (cancelled.has(block.tool_use_id)) {
+          return { ok: false, status: 409, message: `tool use '${block.tool_use_id}' was already cancelled; its result is no longer accepted` };
+        }
+        if (!pending.has(block.tool_use_id)) {
+          return { ok: false, status: 400, message: `tool use '${block.tool_use_id}' is not awaiting a result` };
+        }
+        pending.delete(block.tool_use_id);
+      }
+      append.push({ type: 'user.tool_result', content: event.content, error_code: toolResultErrorCode(event.content), run_id: state.active_run_id });
+    }
+    return {
+      ok: true,
+      append,
+      state: { ...state, pending_tool_use_ids: state.pending_tool_use_ids.filter((id) => pending.has(id)) },
+      signal: options.asyncEnabled ? { kind: 'events' } : null,
+      runStarting: true,
+    };
+  }
+
+  // Messages.
+  if (state.pending_tool_use_ids.length > 0 && state.active_run_id) {
+    return { ok: false, status: 400, message: 'the run is paused waiting for client tool results; send the tool result first' };
+  }
+  const append: EventDraft[] = [];
+  let next = state;
+  if (state.pending_tool_use_ids.length > 0) {
+    // A pause nobody holds any more: its calls are answered as cancelled before the message.
+    for (const id of state.pending_tool_use_ids) {
+      append.push({
+        type: 'user.tool_result',
+        content: [{ type: 'tool_result', tool_use_id: id, is_error: true, error_code: 'cancelled', content: cancelledResultContent() }],
+        error_code: 'cancelled',
+        processed: true,
+      });
+    }
+    next = { ...state, pending_tool_use_ids: [], cancelled_tool_use_ids: [...state.cancelled_tool_use_ids, ...state.pending_tool_use_ids] };
+  }
+  for (const event of events) append.push({ type: event.type, content: event.content ?? [] });
+
+  const hasUserMessage = events.some((event) => event.type === 'user.message');
+  const startsRun = hasUserMessage && options.asyncEnabled && !next.active_run_id;
+  if (startsRun) next = { ...next, active_run_id: options.newRunId };
+  return {
+    ok: true,
+    append,
+    state: next,
+    ...(startsRun ? { startedRunId: options.newRunId } : {}),
+    signal: hasUserMessage && options.asyncEnabled ? { kind: 'events' } : null,
+    runStarting: hasUserMessage,
+  };
+}

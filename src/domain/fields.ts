@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+/**
+ * Field helpers shared by the agent, session and event schemas. Lengths the spec gives
+ * in "chars" count Unicode code points, not UTF-16 units, so an emoji is one character.
+ */
+export const codePoints = (value: string): number => [...value].length;
+export const utf8Bytes = (value: string): number => Buffer.byteLength(value, 'utf8');
+
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A string of at most `max` characters (code points). */
+export const chars = (max: number) =>
+  z.string({ error: 'must be a string' }).refine((v) => codePoints(v) <= max, `must be at most ${max} characters`);
+
+/** A string of 1..max characters that is not only whitespace. */
+export const nonEmptyChars = (max: number) =>
+  chars(max).refine((v) => v.trim().length > 0, 'must not be empty');
+
+/** Any JSON object (open: any keys). */
+export const openObject = z.custom<Record<string, unknown>>(isPlainObject, 'must be a JSON object');
+
+export const METADATA_LIMITS = { keys: 16, keyChars: 64, valueChars: 512 } as const;
+
+export const metadataKey = z
+  .string()
+  .min(1, 'metadata keys must not be empty')
+  .refine((k) => codePoints(k) <= METADATA_LIMITS.keyChars, `metadata keys must be at most ${METADATA_LIMITS.keyChars} characters`);
+export const metadataValue = chars(METADATA_LIMITS.valueChars);
+
+/** A string→string map of at most 16 keys; `reserved` keys are refused. */
+export function metadataMap(reserved: readonly string[] = []) {
+  return z
+    .record(metadataKey, metadataValue)
+    .refine((m) => Object.keys(m).length <= METADATA_LIMITS.keys, `must have at most ${METADATA_LIMITS.keys} keys`)
+    .superRefine((m, ctx) => {
+      for (const key of reserved) {
+        if (Object.hasOwn(m, key)) ctx.addIssue({ code: 'custom', path: [key], message: `the key '${key}' is reserved; use the top-level field` });
+      }
+    });
+}
+
+/** Pagination limits shared by every list route. */
+export const PAGE_LIMITS = { default: 20, max: 100 } as const;
+export const pageLimit = z.coerce
+  .number({ error: 'must be an integer' })
+  .int('must be an integer')
+  .min(1, 'must be at least 1')
+  .max(PAGE_LIMITS.max, `must be at most ${PAGE_LIMITS.max}`)
+  .default(PAGE_LIMITS.default);
+
+/** Query-string booleans: `true`/`false`/`1`/`0`. */
+export const queryBoolean = z
+  .enum(['true', 'false', '1', '0'], { error: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1');

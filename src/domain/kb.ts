@@ -1,0 +1,285 @@
+import { z } from 'zod';
+
+/**
+ * Knowledge base: request schemas, limits and the filter/ceiling types shared by the
+ * HTTP routes, the search layer and the agent-grounding functions. No I/O here.
+ */
+
+export const KB_LIMITS = {
+  collectionNameChars: 255,
+  collectionDescriptionChars: 65_536,
+  collectionMetadataBytes: 64 * 1024,
+  bulkDocuments: 100,
+  documentIdBytes: 256,
+  titleChars: 1024,
+  typeChars: 255,
+  uriChars: 2048,
+  metadataKeys: 64,
+  metadataValues: 100,
+  metadataValueChars: 1024,
+  queryChars: 1000,
+  filterValues: 100,
+  sortFields: 5,
+  aggregations: 20,
+  termsSizeDefault: 10,
+  termsSizeMax: 1000,
+  topNDefault: 10,
+  topNMax: 50,
+  listPageDefault: 20,
+  listPageMax: 100,
+} as const;
+
+/** ISO 639-1 two-letter language codes. */
+export const ISO_639_1 = new Set(
+  ('aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz ee el en eo ' +
+    'es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ' +
+    'ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn ' +
+    'no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw ta ' +
+    'te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu').split(' '),
+);
+
+// C0 and C1 control characters, DEL included.
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
+const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8');
+const codePoints = (value: string) => [...value].length;
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** RFC 3339 date-time: a time zone (Z or an offset) is required. */
+export const rfc3339 = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' });
+
+// ---------------------------------------------------------------- collections
+
+const collectionName = z
+  .string({ error: 'must be a string' })
+  .refine((v) => !CONTROL_CHARACTERS.test(v), 'must not contain control characters')
+  .transform((v) => v.trim())
+  .refine((v) => v.length > 0, 'must not be empty')
+  .refine((v) => codePoints(v) <= KB_LIMITS.collectionNameChars, `must be at most ${KB_LIMITS.collectionNameChars} characters`);
+
+/** Any JSON object up to 64 KB serialized; arrays, null and scalars are refused. */
+const collectionMetadata = z
+  .unknown()
+  .refine(isPlainObject, 'must be a JSON object')
+  .refine(
+    (v) => utf8Bytes(JSON.stringify(v)) <= KB_LIMITS.collectionMetadataBytes,
+    `must be at most ${KB_LIMITS.collectionMetadataBytes} bytes serialized`,
+  )
+  .transform((v) => v as Record<string, unknown>);
+
+export const CollectionCreateSchema = z.strictObject({
+  name: collectionName,
+  description: z.string().max(KB_LIMITS.collectionDescriptionChars).optional(),
+  set_primary: z.boolean().optional(),
+  metadata: collectionMetadata.optional(),
+  /** Needed only by credentials that reach several projects (site service tokens). */
+  project_id: z.string().min(1).max(64).optional(),
+});
+export type CollectionCreate = z.infer<typeof CollectionCreateSchema>;
+
+export const CollectionUpdateSchema = z
+  .strictObject({
+    name: collectionName.optional(),
+    description: z.string().max(KB_LIMITS.collectionDescriptionChars).nullable().optional(),
+    metadata: collectionMetadata.nullable().optional(),
+  })
+  .refine((v) => Object.keys(v).length > 0, 'at least one of name, description, metadata is required');
+export type CollectionUpdate = z.infer<typeof CollectionUpdateSchema>;
+
+export const CollectionListQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(KB_LIMITS.listPageMax).default(KB_LIMITS.listPageDefault),
+  after: z.string().min(1).max(128).optional(),
+  project_id: z.string().min(1).max(64).optional(),
+});
+
+// ------------------------------------------------------------------ documents
+
+const language = z
+  .string()
+  .transform((v) => v.toLowerCase())
+  .refine((v) => ISO_639_1.has(v), 'must be an ISO 639-1 language code');
+
+const absoluteUri = z
+  .string()
+  .min(1)
+  .max(KB_LIMITS.uriChars)
+  .refine((v) => URL.canParse(v), 'must be an absolute URL');
+
+const metadataKey = z
+  .string()
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9_:-]{0,127}$/, 'metadata keys are 1-128 characters from A-Z a-z 0-9 _ : - and may not start with : or -');
+const metadataValue = z.string().max(KB_LIMITS.metadataValueChars);
+
+export const DocumentMetadataSchema = z
+  .record(metadataKey, z.union([metadataValue, z.array(metadataValue).max(KB_LIMITS.metadataValues)], {
+    error: 'metadata values must be strings or arrays of strings',
+  }))
+  .refine((v) => Object.keys(v).length <= KB_LIMITS.metadataKeys, `at most ${KB_LIMITS.metadataKeys} metadata keys`);
+
+export const DocumentIdSchema = z
+  .string()
+  .min(1)
+  .refine((v) => utf8Bytes(v) <= KB_LIMITS.documentIdBytes, `must be at most ${KB_LIMITS.documentIdBytes} bytes`)
+  .refine((v) => !CONTROL_CHARACTERS.test(v), 'must not contain control characters');
+
+export const DocumentInputSchema = z.strictObject({
+  id: DocumentIdSchema.optional(),
+  content: z.string({ error: 'content is required and must be a string' }),
+  title: z.string().max(KB_LIMITS.titleChars).optional(),
+  type: z.string().min(1).max(KB_LIMITS.typeChars).optional(),
+  uri: absoluteUri.optional(),
+  language: language.optional(),
+  created_at: rfc3339.optional(),
+  modified_at: rfc3339.optional(),
+  metadata: DocumentMetadataSchema.optional(),
+});
+export type DocumentInput = z.infer<typeof DocumentInputSchema>;
+
+/** The envelope is checked first; each item is then validated on its own. */
+export const BulkRequestSchema = z.strictObject({
+  documents: z
+    .array(z.unknown(), { error: 'documents must be an array' })
+    .min(1, 'documents must not be empty')
+    .max(KB_LIMITS.bulkDocuments, `at most ${KB_LIMITS.bulkDocuments} documents per request`),
+});
+
+/** A stored document as the api returns it. */
+export interface KbDocument {
+  id: string;
+  content: string;
+  title?: string;
+  type?: string;
+  uri?: string;
+  language?: string;
+  created_at?: string;
+  modified_at?: string;
+  metadata?: Record<string, string | string[]>;
+}
+
+// -------------------------------------------------------------------- filters
+
+const oneOrMany = z
+  .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(KB_LIMITS.filterValues)], {
+    error: 'must be a non-empty string or a non-empty array of strings',
+  })
+  .transform((v) => (Array.isArray(v) ? v : [v]));
+
+export const DateRangeSchema = z
+  .strictObject({ gte: rfc3339.optional(), lte: rfc3339.optional() })
+  .refine((r) => !(r.gte && r.lte) || Date.parse(r.gte) <= Date.parse(r.lte), 'gte must not be after lte');
+export type DateRange = z.infer<typeof DateRangeSchema>;
+
+export const SearchFiltersSchema = z.strictObject({
+  type: oneOrMany.optional(),
+  uri: oneOrMany.optional(),
+  language: oneOrMany.transform((v) => v.map((x) => x.toLowerCase())).optional(),
+  metadata: z.record(metadataKey, oneOrMany).optional(),
+  created_at: DateRangeSchema.optional(),
+  modified_at: DateRangeSchema.optional(),
+});
+export type SearchFilters = z.infer<typeof SearchFiltersSchema>;
+
+/**
+ * The filter ceiling of an agent's `knowledge_base` tool entry. Null or omitted means
+ * unconstrained; an empty array admits nothing (fail closed).
+ */
+export interface FilterCeiling {
+  type?: string[] | null;
+  uri?: string[] | null;
+  language?: string[] | null;
+  metadata?: Record<string, string[]> | null;
+  created_at?: DateRange | null;
+  modified_at?: DateRange | null;
+}
+
+// ----------------------------------------------------------- sort, aggregations
+
+export const DATE_FIELDS = ['created_at', 'modified_at'] as const;
+export const KEYWORD_FIELDS = ['type', 'uri', 'language', 'title.keyword'] as const;
+const METADATA_FIELD = /^metadata\.[A-Za-z0-9_][A-Za-z0-9_:-]{0,127}$/;
+
+export const isDateField = (field: string) => (DATE_FIELDS as readonly string[]).includes(field);
+export const isKeywordField = (field: string) => (KEYWORD_FIELDS as readonly string[]).includes(field) || METADATA_FIELD.test(field);
+
+const sortField = z
+  .string()
+  .refine(
+    (f) => isDateField(f) || isKeywordField(f),
+    'unknown sort field; use created_at, modified_at, type, uri, language, title.keyword or metadata.<field>',
+  );
+
+export const SortSchema = z
+  .array(z.strictObject({ field: sortField, order: z.enum(['asc', 'desc']).default('asc') }))
+  .min(1)
+  .max(KB_LIMITS.sortFields);
+export type SortSpec = z.infer<typeof SortSchema>;
+
+/** Calendar units, or fixed intervals such as `90m`, `12h`, `7d`. */
+export const CALENDAR_INTERVALS = ['minute', 'hour', 'day', 'week', 'month', 'quarter', 'year'] as const;
+const FIXED_INTERVAL = /^[1-9][0-9]{0,5}(ms|s|m|h|d)$/;
+
+export const AggregationSchema = z
+  .strictObject({
+    type: z.enum(['terms', 'date_histogram', 'min', 'max']),
+    field: z.string(),
+    size: z.number().int().min(1).max(KB_LIMITS.termsSizeMax).optional(),
+    interval: z.string().optional(),
+  })
+  .superRefine((agg, ctx) => {
+    const fail = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if (agg.type === 'terms') {
+      if (!isKeywordField(agg.field)) fail('field', 'terms aggregates type, uri, language, title.keyword or metadata.<field>');
+    } else if (!isDateField(agg.field)) {
+      fail('field', `${agg.type} aggregates a date field: created_at or modified_at`);
+    }
+    if (agg.size !== undefined && agg.type !== 'terms') fail('size', 'size applies only to terms aggregations');
+    if (agg.type === 'date_histogram') {
+      if (agg.interval === undefined) fail('interval', 'interval is required for date_histogram');
+      else if (!(CALENDAR_INTERVALS as readonly string[]).includes(agg.interval) && !FIXED_INTERVAL.test(agg.interval)) {
+        fail('interval', `interval must be one of ${CALENDAR_INTERVALS.join(', ')} or a fixed interval such as 12h or 7d`);
+      }
+    } else if (agg.interval !== undefined) {
+      fail('interval', 'interval applies only to date_histogram aggregations');
+    }
+  });
+export type AggregationSpec = z.infer<typeof AggregationSchema>;
+
+export const SearchRequestSchema = z.strictObject({
+  // A blank query is a browse request, the same as no query.
+  query: z
+    .string()
+    .max(KB_LIMITS.queryChars)
+    .transform((v) => v.trim())
+    .optional()
+    .transform((v) => (v ? v : undefined)),
+  filters: SearchFiltersSchema.optional(),
+  sort: SortSchema.optional(),
+  aggregations: z
+    .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'aggregation names are 1-64 characters from A-Z a-z 0-9 _ -'), AggregationSchema)
+    .refine((v) => Object.keys(v).length <= KB_LIMITS.aggregations, `at most ${KB_LIMITS.aggregations} aggregations`)
+    .optional(),
+  top_n: z.number().int().min(1).max(KB_LIMITS.topNMax).default(KB_LIMITS.topNDefault),
+});
+export type SearchRequest = z.infer<typeof SearchRequestSchema>;
+
+// ------------------------------------------------------------------- results
+
+export interface Citation {
+  id: string;
+  title?: string;
+  uri?: string;
+  type?: string;
+  snippets?: string[];
+  score: number;
+}
+
+export type AggregationResult =
+  | { buckets: { key: string; doc_count: number }[]; other_doc_count: number }
+  | { buckets: { key: string; doc_count: number }[] }
+  | { value: string | null };
+
+export interface SearchResult {
+  citations: Citation[];
+  aggregations?: Record<string, AggregationResult>;
+}

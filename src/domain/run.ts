@@ -1,0 +1,75 @@
+/**
+ * Pure rules of an agent run, shared by the workflow (deterministic) and its activities.
+ * No I/O and no imports beyond other pure modules.
+ */
+export const STOP_REASONS = ['end_turn', 'max_iterations', 'max_tokens', 'model_context_window_exceeded', 'user_cancelled', 'client_tool_use'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
+export const RUN_ERROR_CODES = [
+  'upstream_error',
+  'rate_limit_error',
+  'context_exceeded',
+  'upstream_timeout',
+  'invalid_tool_schema',
+  'toolset_incomplete',
+  'run_timeout',
+  'run_interrupted',
+  'run_abandoned',
+  'internal_error',
+] as const;
+export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
+
+export const CLIENT_SAFE_MESSAGES: Record<RunErrorCode, string> = {
+  upstream_error: 'The model provider returned an error.',
+  rate_limit_error: 'The model provider is rate limiting requests; try again shortly.',
+  context_exceeded: 'The conversation no longer fits the model context window, even after compaction.',
+  upstream_timeout: 'The model provider did not answer in time.',
+  invalid_tool_schema: "One of the agent's tools has an invalid input schema.",
+  toolset_incomplete: "The agent declares tools this environment does not serve; retrying will not help until the agent's tools are corrected.",
+  run_timeout: 'The run exceeded its time limit.',
+  run_interrupted: 'The run was interrupted before it could finish.',
+  run_abandoned: 'The run waited for client tool results that never arrived.',
+  internal_error: 'An internal error ended the run.',
+};
+
+export const isRunErrorCode = (value: unknown): value is RunErrorCode => (RUN_ERROR_CODES as readonly unknown[]).includes(value);
+
+export interface RunUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+  credits_nano: number;
+}
+
+export const zeroUsage = (): RunUsage => ({ input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 0 });
+
+export function addUsage(a: RunUsage, b: Partial<RunUsage>): RunUsage {
+  return {
+    input_tokens: a.input_tokens + (b.input_tokens ?? 0),
+    output_tokens: a.output_tokens + (b.output_tokens ?? 0),
+    cache_read_input_tokens: a.cache_read_input_tokens + (b.cache_read_input_tokens ?? 0),
+    cache_creation_input_tokens: a.cache_creation_input_tokens + (b.cache_creation_input_tokens ?? 0),
+    credits_nano: a.credits_nano + (b.credits_nano ?? 0),
+  };
+}
+
+/** What one model turn tells the workflow. */
+export interface TurnOutcome {
+  /** `tool_use` when the model called tools; otherwise the run's stop reason. */
+  stop: 'tool_use' | 'end_turn' | 'max_tokens' | 'model_context_window_exceeded';
+  /** Calls the gateway executes itself (echo, random_number, deferred-tool search/load, knowledge base). */
+  serverToolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }>;
+  /** Calls the client must answer (custom tools). */
+  clientToolCalls: Array<{ id: string; name: string }>;
+  usage: RunUsage;
+  /** Input + output tokens of this turn. */
+  contextTokens: number;
+  /** True when the context would not fit and the turn was not sent: compact first. */
+  needsCompaction?: boolean;
+}
+
+/** A W3C traceparent for a tool call, derived from ids (deterministic, so replay-safe). */
+export function traceparentFor(traceId32Hex: string, spanId16Hex: string): string {
+  return `00-${traceId32Hex}-${spanId16Hex}-01`;
+}

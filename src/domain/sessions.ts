@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { chars, metadataMap, pageLimit, queryBoolean } from './fields';
+
+export const SESSION_LIMITS = { titleChars: 512, ownerIdChars: 255, metadataKeys: 16, agentIdChars: 64 } as const;
+
+/**
+ * Session status and the run phase it stands for (documented in docs/agents-and-sessions.md):
+ * idle: no run holds the session, or the run is paused waiting for client tool results;
+ * running: a run is in flight; rescheduling: the run is being retried after a transient
+ * failure; terminated: the session was deleted; error: the last run ended in session.error.
+ */
+export const SESSION_STATUSES = ['idle', 'running', 'rescheduling', 'terminated', 'error'] as const;
+export type SessionStatus = (typeof SESSION_STATUSES)[number];
+
+const agentId = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(SESSION_LIMITS.agentIdChars);
+
+/** `agent`: an agent id, or `{id, type: 'agent', version}` pinning the version the caller saw. */
+export const SessionAgentRefSchema = z.union(
+  [
+    agentId.transform((id) => ({ id, version: undefined as number | undefined })),
+    z.strictObject({
+      id: agentId,
+      type: z.literal('agent').optional(),
+      version: z.number().int().min(1).optional(),
+    }),
+  ],
+  { error: "must be an agent id or an object {id, type: 'agent', version}" },
+);
+
+export const SessionCreateSchema = z.strictObject({
+  agent: SessionAgentRefSchema,
+  title: chars(SESSION_LIMITS.titleChars).nullish(),
+  reasoning_effort: z.string({ error: 'must be a string' }).max(64).nullish(),
+  metadata: metadataMap().optional(),
+  owner_id: chars(SESSION_LIMITS.ownerIdChars).refine((v) => v.length > 0, 'must not be empty').nullish(),
+});
+export type SessionCreate = z.infer<typeof SessionCreateSchema>;
+
+export const SessionListQuerySchema = z
+  .strictObject({
+    project_id: z.string({ error: 'is required' }).min(1, 'is required').max(64),
+    limit: pageLimit,
+    page: z.string().min(1).max(512).optional(),
+    agent_id: agentId.optional(),
+    metadata_key: z.string().min(1).max(64).optional(),
+    metadata_value: z.string().max(512).optional(),
+    include_archived: queryBoolean.default(false),
+  })
+  .refine((q) => (q.metadata_key === undefined) === (q.metadata_value === undefined), {
+    message: 'metadata_key and metadata_value must be given together',
+    path: ['metadata_key'],
+  });
+export type SessionListQuery = z.infer<typeof SessionListQuerySchema>;

@@ -1,0 +1,138 @@
+import { ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_MIN_THINKING_BUDGET, THINKING_BUDGETS } from '../reasoning';
+import type { AssistantPart, UnifiedRequest, UnifiedTool, UserPart } from '../types';
+
+export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
+
+/** Unified → Anthropic messages request body. */
+export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Record<string, unknown> {
+  const thinking = thinkingFor(request);
+  let maxTokens = request.max_tokens ?? Math.min(ANTHROPIC_DEFAULT_MAX_TOKENS, request.model.max_output_tokens);
+  if (thinking?.type === 'enabled' && request.max_tokens === undefined) {
+    // The budget counts against max_tokens: leave the default room for the answer itself.
+    maxTokens = Math.min(request.model.max_output_tokens, thinking.budget_tokens + ANTHROPIC_DEFAULT_MAX_TOKENS);
+  }
+  const body: Record<string, unknown> = {
+    model: request.model.name,
+    max_tokens: maxTokens,
+    messages: mergeRoles(request.messages.map((message) => ({
+      role: message.role,
+      content: message.role === 'user' ? message.content.flatMap(userBlock) : message.content.flatMap(assistantBlock),
+    }))),
+  };
+  if (request.system && request.system.length > 0) {
+    body.system = request.system.map((part) => ({ type: 'text', text: part.text, ...(part.cache_control ? { cache_control: part.cache_control } : {}) }));
+  }
+  if (request.tools && request.tools.length > 0) body.tools = request.tools.map(toolBlock);
+  const choice = toolChoice(request);
+  if (choice) body.tool_choice = choice;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.top_p !== undefined) body.top_p = request.top_p;
+  if (request.top_k !== undefined) body.top_k = request.top_k;
+  if (request.stop !== undefined) body.stop_sequences = request.stop;
+  if (thinking) body.thinking = thinking;
+  if (request.metadata) body.metadata = request.metadata;
+  // Fields the hub does not model (from POST /v1/messages), forwarded as the caller sent them.
+  if (request.provider_options) for (const [key, value] of Object.entries(request.provider_options)) if (!(key in body)) body[key] = value;
+  if (stream) body.stream = true;
+  return body;
+}
+
+function thinkingFor(request: UnifiedRequest): { type: 'enabled'; budget_tokens: number } | { type: 'disabled' } | undefined {
+  if (request.thinking?.type === 'disabled') return { type: 'disabled' };
+  let budget: number | undefined;
+  if (request.thinking?.type === 'enabled') budget = request.thinking.budget_tokens ?? THINKING_BUDGETS.medium;
+  else if (request.reasoning_effort !== undefined) budget = THINKING_BUDGETS[request.reasoning_effort];
+  if (budget === undefined || budget === 0) return undefined;
+  budget = Math.max(ANTHROPIC_MIN_THINKING_BUDGET, budget);
+  if (request.max_tokens !== undefined && budget >= request.max_tokens) {
+    // Explicit thinking is forwarded as asked (the provider reports the problem); an effort is fitted in.
+    if (request.thinking?.type !== 'enabled') {
+      if (request.max_tokens <= ANTHROPIC_MIN_THINKING_BUDGET) return undefined;
+      budget = request.max_tokens - 1;
+    }
+  }
+  return { type: 'enabled', budget_tokens: budget };
+}
+
+const withCache = <T extends Record<string, unknown>>(block: T, part: { cache_control?: unknown }): T =>
+  part.cache_control ? { ...block, cache_control: part.cache_control } : block;
+
+function imageSource(source: Extract<UserPart, { type: 'image' }>['source']) {
+  return source.kind === 'url' ? { type: 'url', url: source.url } : { type: 'base64', media_type: source.media_type, data: source.data };
+}
+
+function userBlock(part: UserPart): Record<string, unknown>[] {
+  switch (part.type) {
+    case 'text':
+      return [withCache({ type: 'text', text: part.text }, part)];
+    case 'image':
+      return [withCache({ type: 'image', source: imageSource(part.source) }, part)];
+    case 'tool-result':
+      return [
+        withCache(
+          {
+            type: 'tool_result',
+            tool_use_id: part.tool_use_id,
+            content:
+              typeof part.content === 'string'
+                ? part.content
+                : part.content.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image', source: imageSource(p.source) })),
+            ...(part.is_error ? { is_error: true } : {}),
+          },
+          part,
+        ),
+      ];
+    case 'provider-raw':
+      return part.provider === 'anthropic' ? [part.block] : [];
+  }
+}
+
+function assistantBlock(part: AssistantPart): Record<string, unknown>[] {
+  switch (part.type) {
+    case 'text':
+      return part.text === '' ? [] : [withCache({ type: 'text', text: part.text }, part)];
+    case 'reasoning':
+      // Thinking is only accepted back with the signature Anthropic gave it.
+      return part.signature ? [{ type: 'thinking', thinking: part.text, signature: part.signature }] : [];
+    case 'redacted-reasoning':
+      return [{ type: 'redacted_thinking', data: part.data }];
+    case 'tool-call':
+      return [withCache({ type: 'tool_use', id: part.id, name: part.name, input: part.input }, part)];
+    case 'provider-raw':
+      return part.provider === 'anthropic' ? [part.block] : [];
+  }
+}
+
+function toolBlock(tool: UnifiedTool): Record<string, unknown> {
+  if (tool.type === 'web_search') {
+    return {
+      type: 'web_search_20250305',
+      name: 'web_search',
+      ...(tool.allowed_domains ? { allowed_domains: tool.allowed_domains } : {}),
+      ...(tool.blocked_domains ? { blocked_domains: tool.blocked_domains } : {}),
+      ...(tool.max_uses !== undefined ? { max_uses: tool.max_uses } : {}),
+    };
+  }
+  return withCache({ name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), input_schema: tool.input_schema }, tool);
+}
+
+function toolChoice(request: UnifiedRequest): Record<string, unknown> | undefined {
+  const disableParallel = request.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {};
+  const choice = request.tool_choice;
+  if (choice === undefined) return request.parallel_tool_calls === false && request.tools?.length ? { type: 'auto', ...disableParallel } : undefined;
+  if (choice === 'none') return { type: 'none' };
+  if (choice === 'auto') return { type: 'auto', ...disableParallel };
+  if (choice === 'required') return { type: 'any', ...disableParallel };
+  return { type: 'tool', name: choice.name, ...disableParallel };
+}
+
+/** Anthropic wants alternating roles: consecutive turns of one role are joined. */
+function mergeRoles(messages: Array<{ role: string; content: Record<string, unknown>[] }>) {
+  const out: Array<{ role: string; content: Record<string, unknown>[] }> = [];
+  for (const message of messages) {
+    const last = out[out.length - 1];
+    if (last && last.role === message.role) last.content.push(...message.content);
+    else out.push({ role: message.role, content: [...message.content] });
+  }
+  return out;
+}

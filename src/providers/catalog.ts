@@ -1,0 +1,157 @@
+/**
+ * The model catalog: data, not code branches. Every model the gateway serves, with its
+ * capabilities, parameter ranges, output ceiling, context window and prices.
+ *
+ * Prices are the providers' published list prices (USD per million tokens, standard
+ * tier, prompts up to 200k tokens), stored as integer nano-credits per token.
+ *
+ * Credit rate: 1 credit = 0.01 USD (one US cent), so 1 nano-credit = 1e-11 USD and
+ * a price of P USD per million tokens is P * 100,000 nano-credits per token. At this
+ * rate every published price (down to 0.005 USD/M) is a whole number of nano-credits,
+ * so credits are computed with integer arithmetic only.
+ */
+export type ProviderName = 'openai' | 'anthropic' | 'google';
+
+export type Capability = 'tools' | 'web_search' | 'vision' | 'reasoning' | 'prompt_caching' | 'json_output';
+
+export interface ModelRecord {
+  /** `<provider>/<name>`, e.g. `openai/gpt-4o`. */
+  id: string;
+  provider: ProviderName;
+  /** The provider's own model name, sent upstream. */
+  name: string;
+  capabilities: Capability[];
+  parameters: {
+    /** Absent or `supported: false`: any temperature is refused with 400. */
+    temperature?: { supported: boolean; min: number; max: number };
+    /** Accepted `reasoning_effort` values; absent: the model accepts none. */
+    reasoning_effort?: string[];
+    response_format_type: string[];
+  };
+  max_output_tokens: number;
+  context_window: number;
+  /** Nano-credits per token (integers). */
+  pricing: { input: number; output: number; cache_read: number; cache_write: number };
+}
+
+/** USD per million tokens → nano-credits per token at 1 credit = 0.01 USD. Exact for prices with up to 5 decimals. */
+export const NANO_PER_TOKEN_PER_USD_PER_MILLION = 100_000;
+const usd = (perMillion: number): number => Math.round(perMillion * NANO_PER_TOKEN_PER_USD_PER_MILLION);
+const price = (input: number, output: number, cacheRead: number, cacheWrite: number) => ({
+  input: usd(input),
+  output: usd(output),
+  cache_read: usd(cacheRead),
+  cache_write: usd(cacheWrite),
+});
+
+const ALL_FORMATS = ['text', 'json_object', 'json_schema'];
+const OPENAI_TEMPERATURE = { supported: true, min: 0, max: 2 };
+const NO_TEMPERATURE = { supported: false, min: 0, max: 0 };
+const ANTHROPIC_TEMPERATURE = { supported: true, min: 0, max: 1 };
+const GOOGLE_TEMPERATURE = { supported: true, min: 0, max: 2 };
+// The Anthropic messages API has no response_format: only plain text is offered.
+const ANTHROPIC_FORMATS = ['text'];
+
+function openai(name: string, caps: Capability[], params: ModelRecord['parameters'], maxOut: number, context: number, pricing: ModelRecord['pricing']): ModelRecord {
+  // OpenAI bills cache writes as ordinary input.
+  return { id: `openai/${name}`, provider: 'openai', name, capabilities: caps, parameters: params, max_output_tokens: maxOut, context_window: context, pricing };
+}
+function anthropic(name: string, caps: Capability[], maxOut: number, pricing: ModelRecord['pricing'], reasoning?: string[]): ModelRecord {
+  return {
+    id: `anthropic/${name}`,
+    provider: 'anthropic',
+    name,
+    capabilities: caps,
+    parameters: { temperature: ANTHROPIC_TEMPERATURE, ...(reasoning ? { reasoning_effort: reasoning } : {}), response_format_type: ANTHROPIC_FORMATS },
+    max_output_tokens: maxOut,
+    context_window: 200_000,
+    pricing,
+  };
+}
+function google(name: string, caps: Capability[], maxOut: number, pricing: ModelRecord['pricing'], reasoning?: string[]): ModelRecord {
+  return {
+    id: `google/${name}`,
+    provider: 'google',
+    name,
+    capabilities: caps,
+    parameters: { temperature: GOOGLE_TEMPERATURE, ...(reasoning ? { reasoning_effort: reasoning } : {}), response_format_type: ALL_FORMATS },
+    max_output_tokens: maxOut,
+    context_window: 1_048_576,
+    pricing,
+  };
+}
+
+const GPT = ['tools', 'vision', 'json_output', 'prompt_caching'] as Capability[];
+const REASONING_GPT = [...GPT, 'reasoning'] as Capability[];
+const CLAUDE = ['tools', 'vision', 'web_search', 'prompt_caching'] as Capability[];
+const THINKING_CLAUDE = [...CLAUDE, 'reasoning'] as Capability[];
+const GEMINI = ['tools', 'vision', 'web_search', 'json_output', 'prompt_caching'] as Capability[];
+const THINKING_GEMINI = [...GEMINI, 'reasoning'] as Capability[];
+const EFFORT = ['low', 'medium', 'high'];
+
+export const MODELS: readonly ModelRecord[] = [
+  openai('gpt-5', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(1.25, 10, 0.125, 1.25)),
+  openai('gpt-5-mini', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.25, 2, 0.025, 0.25)),
+  openai('gpt-5-nano', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.05, 0.4, 0.005, 0.05)),
+  openai('gpt-4.1', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(2, 8, 0.5, 2)),
+  openai('gpt-4.1-mini', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.4, 1.6, 0.1, 0.4)),
+  openai('gpt-4.1-nano', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.1, 0.4, 0.025, 0.1)),
+  openai('gpt-4o', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(2.5, 10, 1.25, 2.5)),
+  openai('gpt-4o-mini', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(0.15, 0.6, 0.075, 0.15)),
+  openai('o3', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(2, 8, 0.5, 2)),
+  openai('o4-mini', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(1.1, 4.4, 0.275, 1.1)),
+  // Search models: server-side web search, but no function calling and no temperature.
+  openai('gpt-4o-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, price(2.5, 10, 2.5, 2.5)),
+  openai('gpt-4o-mini-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, price(0.15, 0.6, 0.15, 0.15)),
+  // The original GPT-4: an 8,192-token context window (used to exercise compaction).
+  openai('gpt-4', ['tools'], { temperature: OPENAI_TEMPERATURE, response_format_type: ['text'] }, 8_192, 8_192, price(30, 60, 30, 30)),
+
+  anthropic('claude-opus-4-1', THINKING_CLAUDE, 32_000, price(15, 75, 1.5, 18.75), EFFORT),
+  anthropic('claude-sonnet-4-5', THINKING_CLAUDE, 64_000, price(3, 15, 0.3, 3.75), EFFORT),
+  anthropic('claude-sonnet-4-0', THINKING_CLAUDE, 64_000, price(3, 15, 0.3, 3.75), EFFORT),
+  anthropic('claude-haiku-4-5', THINKING_CLAUDE, 64_000, price(1, 5, 0.1, 1.25), EFFORT),
+  anthropic('claude-3-5-haiku-latest', CLAUDE, 8_192, price(0.8, 4, 0.08, 1)),
+
+  google('gemini-2.5-pro', THINKING_GEMINI, 65_536, price(1.25, 10, 0.125, 1.25), EFFORT),
+  google('gemini-2.5-flash', THINKING_GEMINI, 65_536, price(0.3, 2.5, 0.03, 0.3), ['none', ...EFFORT]),
+  google('gemini-2.5-flash-lite', THINKING_GEMINI, 65_536, price(0.1, 0.4, 0.01, 0.1), ['none', ...EFFORT]),
+  google('gemini-2.0-flash', GEMINI, 8_192, price(0.1, 0.4, 0.025, 0.1)),
+  google('gemini-2.0-flash-lite', ['tools', 'vision', 'json_output'], 8_192, price(0.075, 0.3, 0.075, 0.075)),
+];
+
+const BY_ID = new Map(MODELS.map((model) => [model.id, model]));
+
+export function findModel(id: string): ModelRecord | undefined {
+  return BY_ID.get(id);
+}
+
+export function listModels(): ModelRecord[] {
+  return [...MODELS];
+}
+
+/** The largest `max_output_tokens` of any model: agent and request `max_tokens` above it are refused. */
+export const CATALOG_MAX_OUTPUT_TOKENS: number = Math.max(...MODELS.map((model) => model.max_output_tokens));
+
+export const hasCapability = (model: ModelRecord, capability: Capability): boolean => model.capabilities.includes(capability);
+
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+}
+
+/**
+ * Credits for one call, in nano-credits. `input_tokens` are the uncached input tokens
+ * (cache reads and writes are reported apart, as Anthropic does; adapters normalise the
+ * other providers to this). Integer arithmetic throughout (BigInt, so no precision loss).
+ */
+export function computeCreditsNano(model: ModelRecord, usage: TokenUsage): number {
+  const p = model.pricing;
+  const total =
+    BigInt(usage.input_tokens) * BigInt(p.input) +
+    BigInt(usage.output_tokens) * BigInt(p.output) +
+    BigInt(usage.cache_read_input_tokens) * BigInt(p.cache_read) +
+    BigInt(usage.cache_creation_input_tokens) * BigInt(p.cache_write);
+  return Number(total);
+}

@@ -1,0 +1,70 @@
+import { InvalidUpstreamResponseError, UpstreamConnectionError, UpstreamHttpError } from '../errors';
+import { mapGoogleFinishReason } from '../finish-reason';
+import { safeJson } from '../openai/stream';
+import { decodeSse } from '../sse';
+import { partialUsage } from '../tokens';
+import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
+import { GoogleResponseSchema, convertGoogleUsage, fromGooglePart, newToolCallId } from './response';
+
+/** Gemini SSE (`alt=sse`) → stream parts. The stream has no end marker: a finish reason is its end. */
+export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, request: UnifiedRequest): AsyncGenerator<StreamPart> {
+  const provider = 'google';
+  const model = request.model.id;
+  let started = false;
+  let usage: Usage = emptyUsage();
+  let finishRaw: string | undefined;
+  let sawToolCall = false;
+  let producedChars = 0;
+  try {
+    for await (const sse of decodeSse(chunks)) {
+      const json = safeJson(sse.data) as { error?: unknown } | undefined;
+      if (json && typeof json === 'object' && 'error' in json && json.error) {
+        const status = Number((json.error as { code?: unknown }).code) || 500;
+        throw new UpstreamHttpError('google reported an error mid-stream', { provider, model, status, body: sse.data, contentType: 'application/json' });
+      }
+      const parsed = GoogleResponseSchema.safeParse(json);
+      if (!parsed.success) throw new InvalidUpstreamResponseError('unreadable stream chunk from google', { provider, model, retryable: false });
+      const chunk = parsed.data;
+      if (!started) {
+        started = true;
+        yield { type: 'stream-start', id: chunk.responseId ?? `gen-${newToolCallId().slice(5)}`, model: chunk.modelVersion ?? request.model.name };
+      }
+      if (chunk.usageMetadata) usage = convertGoogleUsage(chunk.usageMetadata);
+      const candidate = chunk.candidates?.[0];
+      for (const raw of candidate?.content?.parts ?? []) {
+        const part = fromGooglePart(raw);
+        if (!part) continue;
+        if (part.type === 'text') {
+          producedChars += part.text.length;
+          yield { type: 'text-delta', delta: part.text };
+        } else if (part.type === 'reasoning') {
+          producedChars += part.text.length;
+          if (part.text) yield { type: 'reasoning-delta', delta: part.text };
+          if (part.signature) yield { type: 'reasoning-signature', signature: part.signature };
+        } else if (part.type === 'tool-call') {
+          sawToolCall = true;
+          const args = JSON.stringify(part.input);
+          producedChars += args.length;
+          yield { type: 'tool-input-start', id: part.id, name: part.name };
+          yield { type: 'tool-input-delta', id: part.id, delta: args };
+          yield part;
+        }
+      }
+      if (candidate?.finishReason) finishRaw = candidate.finishReason;
+      if (!candidate && chunk.promptFeedback?.blockReason) finishRaw = chunk.promptFeedback.blockReason;
+    }
+    if (finishRaw === undefined) throw new UpstreamConnectionError('the google stream ended without a finish reason', { provider, model, retryable: true });
+    if (!started) yield { type: 'stream-start', id: 'gen-unknown', model: request.model.name };
+    yield {
+      type: 'finish',
+      finish_reason: mapGoogleFinishReason(finishRaw, sawToolCall),
+      stop_sequence: null,
+      usage,
+    };
+  } catch (error) {
+    if (!(error instanceof Error)) throw error;
+    const known = error instanceof UpstreamHttpError || error instanceof InvalidUpstreamResponseError || error instanceof UpstreamConnectionError || error.name === 'AbortError';
+    const failure = known ? error : new UpstreamConnectionError('the google stream broke', { provider, model, retryable: true, cause: error });
+    yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
+  }
+}

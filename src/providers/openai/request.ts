@@ -1,0 +1,83 @@
+import { hasCapability } from '../catalog';
+import type { ImagePart, TextPart, UnifiedMessage, UnifiedRequest } from '../types';
+
+/** Unified → OpenAI chat completions request body (also what OpenAI-compatible servers accept). */
+export function toOpenAIRequest(request: UnifiedRequest, stream: boolean): Record<string, unknown> {
+  const messages: Record<string, unknown>[] = [];
+  if (request.system && request.system.length > 0) {
+    messages.push({ role: 'system', content: request.system.map((part) => part.text).join('\n\n') });
+  }
+  for (const message of request.messages) messages.push(...convertMessage(message));
+
+  const body: Record<string, unknown> = { model: request.model.name, messages };
+  const functions = (request.tools ?? []).filter((tool) => tool.type === 'function');
+  if (functions.length > 0) {
+    body.tools = functions.map((tool) => ({
+      type: 'function',
+      function: {
+        name: tool.name,
+        ...(tool.description !== undefined ? { description: tool.description } : {}),
+        parameters: tool.input_schema,
+        ...(tool.strict !== undefined ? { strict: tool.strict } : {}),
+      },
+    }));
+  }
+  // OpenAI's chat completions search is a request option of the search models, not a tool.
+  if ((request.tools ?? []).some((tool) => tool.type === 'web_search')) body.web_search_options = {};
+  if (request.tool_choice !== undefined) {
+    body.tool_choice =
+      typeof request.tool_choice === 'string' ? request.tool_choice : { type: 'function', function: { name: request.tool_choice.name } };
+  }
+  if (request.parallel_tool_calls !== undefined) body.parallel_tool_calls = request.parallel_tool_calls;
+  if (request.max_tokens !== undefined) {
+    // Reasoning models refuse `max_tokens`; older OpenAI-compatible servers only know it.
+    body[hasCapability(request.model, 'reasoning') ? 'max_completion_tokens' : 'max_tokens'] = request.max_tokens;
+  }
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.top_p !== undefined) body.top_p = request.top_p;
+  if (request.stop !== undefined) body.stop = request.stop;
+  if (request.reasoning_effort !== undefined) body.reasoning_effort = request.reasoning_effort;
+  if (request.response_format !== undefined) body.response_format = request.response_format;
+  if (typeof request.metadata?.user_id === 'string') body.user = request.metadata.user_id;
+  if (request.provider_options) Object.assign(body, request.provider_options);
+  if (stream) {
+    body.stream = true;
+    body.stream_options = { include_usage: true };
+  }
+  return body;
+}
+
+function contentPart(part: TextPart | ImagePart): Record<string, unknown> {
+  if (part.type === 'text') return { type: 'text', text: part.text };
+  const url = part.source.kind === 'url' ? part.source.url : `data:${part.source.media_type};base64,${part.source.data}`;
+  return { type: 'image_url', image_url: { url } };
+}
+
+function simpleContent(parts: Array<TextPart | ImagePart>): string | Record<string, unknown>[] {
+  // Plain strings when there are no images: every OpenAI-compatible server understands those.
+  if (parts.every((part) => part.type === 'text')) return parts.map((part) => (part as TextPart).text).join('\n\n');
+  return parts.map(contentPart);
+}
+
+function convertMessage(message: UnifiedMessage): Record<string, unknown>[] {
+  if (message.role === 'user') {
+    const out: Record<string, unknown>[] = [];
+    const rest: Array<TextPart | ImagePart> = [];
+    // Tool results must directly follow the assistant turn that made the calls.
+    for (const part of message.content) {
+      if (part.type === 'tool-result') {
+        const content = typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '[image]')).join('\n');
+        out.push({ role: 'tool', tool_call_id: part.tool_use_id, content });
+      } else if (part.type === 'text' || part.type === 'image') rest.push(part);
+    }
+    if (rest.length > 0) out.push({ role: 'user', content: simpleContent(rest) });
+    return out;
+  }
+  const text = message.content.filter((part): part is TextPart => part.type === 'text').map((part) => part.text).join('');
+  const calls = message.content.flatMap((part) =>
+    part.type === 'tool-call' ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) } }] : [],
+  );
+  const out: Record<string, unknown> = { role: 'assistant', content: text.length > 0 ? text : null };
+  if (calls.length > 0) out.tool_calls = calls;
+  return [out];
+}

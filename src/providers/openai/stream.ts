@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { InvalidUpstreamResponseError, UpstreamConnectionError, UpstreamHttpError } from '../errors';
+import { mapOpenAIFinishReason } from '../finish-reason';
+import { decodeSse } from '../sse';
+import { partialUsage } from '../tokens';
+import { parseToolInput } from '../tool-input';
+import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
+import { OpenAIUsageSchema, convertOpenAIUsage } from './response';
+
+const ChunkSchema = z.object({
+  id: z.string().nullish(),
+  model: z.string().nullish(),
+  choices: z
+    .array(
+      z.object({
+        delta: z
+          .object({
+            content: z.string().nullish(),
+            reasoning_content: z.string().nullish(),
+            reasoning: z.string().nullish(),
+            tool_calls: z
+              .array(
+                z.object({
+                  index: z.number(),
+                  id: z.string().nullish(),
+                  function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
+                }),
+              )
+              .nullish(),
+          })
+          .nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .nullish(),
+  usage: OpenAIUsageSchema,
+  error: z.object({ message: z.string().nullish(), code: z.unknown(), type: z.string().nullish() }).nullish(),
+});
+
+/** OpenAI SSE chunks → stream parts, in one pass; always ends with `finish` or `error`. */
+export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, request: UnifiedRequest): AsyncGenerator<StreamPart> {
+  const provider = 'openai';
+  const model = request.model.id;
+  const calls = new Map<number, { id: string; name: string; args: string }>();
+  let started = false;
+  let finishRaw: string | null | undefined;
+  let usage: Usage = emptyUsage();
+  let usageSeen = false;
+  let producedChars = 0;
+  let done = false;
+
+  function* flushCalls(): Generator<StreamPart> {
+    for (const call of [...calls.values()]) yield { type: 'tool-call', id: call.id, name: call.name, input: parseToolInput(call.args) };
+    calls.clear();
+  }
+
+  try {
+    for await (const event of decodeSse(chunks)) {
+      if (event.data === '[DONE]') {
+        done = true;
+        break;
+      }
+      const parsed = ChunkSchema.safeParse(safeJson(event.data));
+      if (!parsed.success) throw new InvalidUpstreamResponseError('unreadable stream chunk from openai', { provider, model, retryable: false });
+      const chunk = parsed.data;
+      if (chunk.error) {
+        throw new UpstreamHttpError('openai reported an error mid-stream', {
+          provider,
+          model,
+          status: 500,
+          body: JSON.stringify({ error: chunk.error }),
+          contentType: 'application/json',
+        });
+      }
+      if (!started) {
+        started = true;
+        yield { type: 'stream-start', id: chunk.id ?? 'chatcmpl-unknown', model: chunk.model ?? request.model.name };
+      }
+      if (chunk.usage) {
+        usage = convertOpenAIUsage(chunk.usage);
+        usageSeen = true;
+      }
+      const choice = chunk.choices?.[0];
+      if (!choice) continue;
+      const delta = choice.delta;
+      const reasoning = delta?.reasoning_content ?? delta?.reasoning;
+      if (reasoning) {
+        producedChars += reasoning.length;
+        yield { type: 'reasoning-delta', delta: reasoning };
+      }
+      if (delta?.content) {
+        producedChars += delta.content.length;
+        yield { type: 'text-delta', delta: delta.content };
+      }
+      for (const toolDelta of delta?.tool_calls ?? []) {
+        let call = calls.get(toolDelta.index);
+        if (!call) {
+          call = { id: toolDelta.id ?? `call_${toolDelta.index}`, name: toolDelta.function?.name ?? '', args: '' };
+          calls.set(toolDelta.index, call);
+          yield { type: 'tool-input-start', id: call.id, name: call.name };
+        }
+        const args = toolDelta.function?.arguments;
+        if (args) {
+          call.args += args;
+          producedChars += args.length;
+          yield { type: 'tool-input-delta', id: call.id, delta: args };
+        }
+      }
+      if (choice.finish_reason) {
+        finishRaw = choice.finish_reason;
+        yield* flushCalls();
+      }
+    }
+    if (!done && finishRaw === undefined) {
+      throw new UpstreamConnectionError('the openai stream ended before it finished', { provider, model, retryable: true });
+    }
+    yield* flushCalls();
+    if (!started) yield { type: 'stream-start', id: 'chatcmpl-unknown', model: request.model.name };
+    yield {
+      type: 'finish',
+      finish_reason: mapOpenAIFinishReason(finishRaw),
+      stop_sequence: null,
+      usage: usageSeen ? usage : partialUsage(usage, request, producedChars),
+    };
+  } catch (error) {
+    if (!(error instanceof Error)) throw error;
+    const failure = error.name === 'AbortError' || error instanceof UpstreamHttpError || error instanceof InvalidUpstreamResponseError
+      ? error
+      : error instanceof UpstreamConnectionError
+        ? error
+        : new UpstreamConnectionError('the openai stream broke', { provider, model, retryable: true, cause: error });
+    yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
+  }
+}
+
+export function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,82 @@
+import type { ChatCompletionRequest, ChatMessage } from '../../domain/chat';
+import type { ModelRecord } from '../catalog';
+import { parseToolInput } from '../tool-input';
+import type { AssistantPart, ImageSource, TextPart, UnifiedMessage, UnifiedRequest, UserPart } from '../types';
+
+const textOf = (content: string | Array<{ text: string }> | null | undefined): string =>
+  content == null ? '' : typeof content === 'string' ? content : content.map((part) => part.text).join('');
+
+export function imageSourceFromUrl(url: string): ImageSource {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  return data ? { kind: 'base64', media_type: data[1]!, data: data[2]! } : { kind: 'url', url };
+}
+
+/** OpenAI chat request (validated) → hub request. System messages anywhere become the system prompt. */
+export function chatToUnified(request: ChatCompletionRequest, model: ModelRecord): UnifiedRequest {
+  const system: TextPart[] = [];
+  const messages: UnifiedMessage[] = [];
+  const push = (message: UnifiedMessage) => {
+    const last = messages[messages.length - 1];
+    if (last && last.role === message.role) (last.content as unknown[]).push(...message.content);
+    else messages.push(message);
+  };
+  for (const message of request.messages) {
+    const converted = convert(message);
+    if (converted === 'system') system.push({ type: 'text', text: textOf(message.content as string) });
+    else if (converted.content.length > 0) push(converted);
+  }
+  const tools = request.tools?.map((tool) =>
+    tool.type === 'function'
+      ? {
+          type: 'function' as const,
+          name: tool.function.name,
+          description: tool.function.description,
+          input_schema: tool.function.parameters ?? { type: 'object', properties: {} },
+          ...(tool.function.strict != null ? { strict: tool.function.strict } : {}),
+        }
+      : { type: 'web_search' as const, allowed_domains: tool.allowed_domains, blocked_domains: tool.blocked_domains, max_uses: tool.max_uses },
+  );
+  const { thinking_config, ...otherOptions } = request.provider_options ?? {};
+  const stop = request.stop == null ? undefined : typeof request.stop === 'string' ? [request.stop] : request.stop;
+  return {
+    model,
+    system: system.length > 0 ? system : undefined,
+    messages,
+    tools,
+    tool_choice:
+      request.tool_choice === undefined ? undefined : typeof request.tool_choice === 'string' ? request.tool_choice : { type: 'tool', name: request.tool_choice.function.name },
+    parallel_tool_calls: request.parallel_tool_calls,
+    max_tokens: request.max_completion_tokens ?? request.max_tokens,
+    temperature: request.temperature,
+    top_p: request.top_p,
+    stop,
+    reasoning_effort: request.reasoning_effort,
+    response_format: request.response_format?.type === 'text' ? undefined : (request.response_format as UnifiedRequest['response_format']),
+    provider_options: request.provider_options ? { ...otherOptions, ...(thinking_config ? { thinking_config } : {}) } : undefined,
+    metadata: request.user ? { user_id: request.user } : undefined,
+  };
+}
+
+function convert(message: ChatMessage): UnifiedMessage | 'system' {
+  switch (message.role) {
+    case 'system':
+    case 'developer':
+      return 'system';
+    case 'user': {
+      const content: UserPart[] =
+        typeof message.content === 'string'
+          ? [{ type: 'text', text: message.content }]
+          : message.content.map((part) => (part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image', source: imageSourceFromUrl(part.image_url.url) }));
+      return { role: 'user', content };
+    }
+    case 'assistant': {
+      const content: AssistantPart[] = [];
+      const text = textOf(message.content);
+      if (text) content.push({ type: 'text', text });
+      for (const call of message.tool_calls ?? []) content.push({ type: 'tool-call', id: call.id, name: call.function.name, input: parseToolInput(call.function.arguments) });
+      return { role: 'assistant', content };
+    }
+    case 'tool':
+      return { role: 'user', content: [{ type: 'tool-result', tool_use_id: message.tool_call_id, content: textOf(message.content) }] };
+  }
+}

@@ -1,0 +1,93 @@
+import { toOpenAIFinishReason } from '../finish-reason';
+import type { StreamPart, UnifiedResult, Usage } from '../types';
+
+/** Hub usage → OpenAI usage (cached tokens counted inside prompt_tokens, as OpenAI does). */
+export function chatUsage(usage: Usage) {
+  const prompt = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: usage.output_tokens,
+    total_tokens: prompt + usage.output_tokens,
+    prompt_tokens_details: { cached_tokens: usage.cache_read_input_tokens },
+    completion_tokens_details: { reasoning_tokens: usage.reasoning_tokens },
+  };
+}
+
+const chatId = (upstreamId: string): string => (upstreamId.startsWith('chatcmpl-') ? upstreamId : `chatcmpl-${upstreamId}`);
+
+/** Hub result → chat completion object. `model` is the public id the caller asked for. */
+export function unifiedToChat(result: UnifiedResult, model: string, created = Math.floor(Date.now() / 1000)) {
+  const text = result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+  const reasoning = result.content.flatMap((part) => (part.type === 'reasoning' ? [part.text] : [])).join('');
+  const toolCalls = result.content.flatMap((part) =>
+    part.type === 'tool-call' ? [{ id: part.id, type: 'function' as const, function: { name: part.name, arguments: JSON.stringify(part.input) } }] : [],
+  );
+  return {
+    id: chatId(result.id),
+    object: 'chat.completion' as const,
+    created,
+    model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant' as const,
+          content: text.length > 0 || toolCalls.length === 0 ? text : null,
+          refusal: null,
+          ...(reasoning ? { reasoning_content: reasoning } : {}),
+          ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+        },
+        logprobs: null,
+        finish_reason: toOpenAIFinishReason(result.finish_reason),
+      },
+    ],
+    usage: chatUsage(result.usage),
+  };
+}
+
+/**
+ * Hub stream parts → chat completion chunks (as objects; the route frames them as SSE).
+ * Returns no chunk for parts the chat protocol has no place for.
+ */
+export function createChatChunker(model: string, includeUsage: boolean, created = Math.floor(Date.now() / 1000)) {
+  let id = 'chatcmpl-pending';
+  const toolIndex = new Map<string, number>();
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created,
+    model,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+  return (part: StreamPart): object[] => {
+    switch (part.type) {
+      case 'stream-start':
+        id = chatId(part.id);
+        return [chunk({ role: 'assistant', content: '' })];
+      case 'text-delta':
+        return [chunk({ content: part.delta })];
+      case 'reasoning-delta':
+        return [chunk({ reasoning_content: part.delta })];
+      case 'tool-input-start': {
+        const index = toolIndex.size;
+        toolIndex.set(part.id, index);
+        return [chunk({ tool_calls: [{ index, id: part.id, type: 'function', function: { name: part.name, arguments: '' } }] })];
+      }
+      case 'tool-input-delta':
+        return [chunk({ tool_calls: [{ index: toolIndex.get(part.id) ?? 0, function: { arguments: part.delta } }] })];
+      case 'tool-call':
+        if (toolIndex.has(part.id)) return [];
+        toolIndex.set(part.id, toolIndex.size);
+        return [
+          chunk({ tool_calls: [{ index: toolIndex.get(part.id), id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) } }] }),
+        ];
+      case 'finish': {
+        const out: object[] = [chunk({}, toOpenAIFinishReason(part.finish_reason))];
+        if (includeUsage) out.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: chatUsage(part.usage) });
+        return out;
+      }
+      default:
+        return [];
+    }
+  };
+}

@@ -1,0 +1,137 @@
+import { sseMessage } from '../sse';
+import { asArray, asRecord, halves, type SimProtocol } from './protocol';
+import { SimError, wordDeltas, type Plan } from './script';
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
+};
+
+function blocks(content: unknown): Record<string, unknown>[] {
+  return typeof content === 'string' ? [{ type: 'text', text: content }] : asArray(content).map(asRecord);
+}
+
+function resultText(content: unknown): string {
+  return blocks(content)
+    .filter((block) => block.type === 'text')
+    .map((block) => String(block.text ?? ''))
+    .join('\n');
+}
+
+const usage = (plan: Plan, output = plan.usage.output) => ({
+  input_tokens: plan.usage.input,
+  cache_creation_input_tokens: plan.usage.cacheWrite,
+  cache_read_input_tokens: plan.usage.cacheRead,
+  output_tokens: output,
+});
+
+const stopReason = (plan: Plan) => ({ stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', stop_sequence: 'stop_sequence' })[plan.finish];
+const signature = (plan: Plan) => `sim-sig-${plan.id}`;
+
+export const anthropicProtocol: SimProtocol = {
+  parse(body, rawBody) {
+    if (typeof body.model !== 'string') throw new SimError(400, 'model: Field required');
+    if (typeof body.max_tokens !== 'number' || body.max_tokens < 1) throw new SimError(400, 'max_tokens: Field required');
+    const messages = asArray(body.messages).map(asRecord);
+    if (messages.length === 0) throw new SimError(400, 'messages: at least one message is required');
+    if (messages[0]!.role !== 'user') throw new SimError(400, 'messages: first message must use the "user" role');
+    let inputChars = blocks(body.system).reduce((sum, block) => sum + String(block.text ?? '').length, 0);
+    const toolUseIds = new Set<string>();
+    for (const [index, message] of messages.entries()) {
+      if (index > 0 && messages[index - 1]!.role === message.role) throw new SimError(400, 'messages: roles must alternate between "user" and "assistant"');
+      for (const block of blocks(message.content)) {
+        if (block.type === 'text') inputChars += String(block.text ?? '').length;
+        if (block.type === 'tool_use') {
+          toolUseIds.add(String(block.id));
+          inputChars += JSON.stringify(block.input ?? {}).length;
+        }
+        if (block.type === 'thinking' && typeof block.signature !== 'string') throw new SimError(400, 'thinking blocks must carry their signature');
+        if (block.type === 'tool_result') {
+          if (!toolUseIds.has(String(block.tool_use_id))) throw new SimError(400, 'unexpected `tool_use_id` found in `tool_result` blocks');
+          inputChars += resultText(block.content).length;
+        }
+      }
+    }
+    const tools = asArray(body.tools).map(asRecord);
+    inputChars += tools.length > 0 ? JSON.stringify(tools).length : 0;
+    const last = messages[messages.length - 1]!;
+    const lastBlocks = last.role === 'user' ? blocks(last.content) : [];
+    return {
+      provider: 'anthropic',
+      model: body.model,
+      lastUserText: lastBlocks.filter((b) => b.type === 'text').map((b) => String(b.text ?? '')).join('\n'),
+      toolResults: lastBlocks.filter((b) => b.type === 'tool_result').map((b) => resultText(b.content)),
+      toolsOffered: tools.map((tool) => String(tool.name)),
+      inputChars,
+      maxTokens: body.max_tokens,
+      rawBody,
+      stream: body.stream === true,
+      options: {},
+    };
+  },
+
+  render(plan) {
+    const content: Record<string, unknown>[] = [];
+    if (plan.reasoning.length > 0) content.push({ type: 'thinking', thinking: plan.reasoning.join(' '), signature: signature(plan) });
+    if (plan.words.length > 0) content.push({ type: 'text', text: plan.words.join(' ') });
+    for (const call of plan.toolCalls) content.push({ type: 'tool_use', id: call.id.replace(/^call_/, 'toolu_'), name: call.name, input: call.input });
+    return {
+      id: `msg_${plan.id}`,
+      type: 'message',
+      role: 'assistant',
+      model: plan.model.name,
+      content,
+      stop_reason: stopReason(plan),
+      stop_sequence: plan.stopSequence ?? null,
+      usage: usage(plan),
+    };
+  },
+
+  streamEvents(plan) {
+    const ev = (type: string, data: Record<string, unknown>) => sseMessage({ type, ...data }, type);
+    const events = [
+      ev('message_start', {
+        message: { id: `msg_${plan.id}`, type: 'message', role: 'assistant', model: plan.model.name, content: [], stop_reason: null, stop_sequence: null, usage: usage(plan, 1) },
+      }),
+      ev('ping', {}),
+    ];
+    let index = 0;
+    if (plan.reasoning.length > 0) {
+      events.push(ev('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } }));
+      for (const delta of wordDeltas(plan.reasoning)) events.push(ev('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: delta } }));
+      events.push(ev('content_block_delta', { index, delta: { type: 'signature_delta', signature: signature(plan) } }));
+      events.push(ev('content_block_stop', { index }));
+      index++;
+    }
+    if (plan.words.length > 0) {
+      events.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+      for (const delta of wordDeltas(plan.words)) events.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text: delta } }));
+      events.push(ev('content_block_stop', { index }));
+      index++;
+    }
+    for (const call of plan.toolCalls) {
+      events.push(ev('content_block_start', { index, content_block: { type: 'tool_use', id: call.id.replace(/^call_/, 'toolu_'), name: call.name, input: {} } }));
+      for (const piece of halves(JSON.stringify(call.input))) events.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }));
+      events.push(ev('content_block_stop', { index }));
+      index++;
+    }
+    events.push(ev('message_delta', { delta: { stop_reason: stopReason(plan), stop_sequence: plan.stopSequence ?? null }, usage: { output_tokens: plan.usage.output } }));
+    events.push(ev('message_stop', {}));
+    return events;
+  },
+
+  error(error) {
+    const type = ERROR_TYPES[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error');
+    return {
+      status: error.status,
+      body: { type: 'error', error: { type, message: error.message } },
+      headers: { 'request-id': `req_sim_${error.status}`, ...(error.status === 429 ? { 'retry-after': '1' } : {}) },
+    };
+  },
+};

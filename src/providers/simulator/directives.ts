@@ -1,0 +1,84 @@
+/**
+ * Directives in the last user message steer the simulator (see docs/simulator.md).
+ * They are removed from the text the default reply echoes.
+ */
+export interface Directives {
+  tools: Array<{ name: string; input: Record<string, unknown> }>;
+  errorStatus?: number;
+  delayMs?: number;
+  paceMs?: number;
+  tokens?: number;
+  cutAfter?: number;
+  think: boolean;
+  cacheRead?: number;
+  cacheWrite?: number;
+  stopSequence?: string;
+  /** Text with every directive removed. */
+  text: string;
+}
+
+const DIRECTIVE = /\[\[([a-z-]+)(?::([^\]]*?))?\]\]/g;
+
+export class DirectiveError extends Error {}
+
+export function parseDirectives(input: string): Directives {
+  const directives: Directives = { tools: [], think: false, text: '' };
+  const int = (name: string, value: string | undefined): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new DirectiveError(`directive [[${name}:${value ?? ''}]] needs a non-negative integer`);
+    return n;
+  };
+  directives.text = input
+    .replace(DIRECTIVE, (_match, name: string, value: string | undefined) => {
+      switch (name) {
+        case 'tool': {
+          const [, toolName, json] = /^\s*([A-Za-z0-9_.-]+)\s*(.*)$/s.exec(value ?? '') ?? [];
+          if (!toolName) throw new DirectiveError('directive [[tool:NAME {json}]] needs a tool name');
+          let parsed: unknown = {};
+          if (json && json.trim()) {
+            try {
+              parsed = JSON.parse(json);
+            } catch {
+              throw new DirectiveError(`directive [[tool:${toolName} ...]] has invalid JSON input`);
+            }
+          }
+          if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new DirectiveError('tool input must be a JSON object');
+          directives.tools.push({ name: toolName, input: parsed as Record<string, unknown> });
+          break;
+        }
+        case 'error':
+          directives.errorStatus = int(name, value);
+          break;
+        case 'delay':
+          directives.delayMs = int(name, value);
+          break;
+        case 'pace':
+          directives.paceMs = int(name, value);
+          break;
+        case 'tokens':
+          directives.tokens = int(name, value);
+          break;
+        case 'cut':
+          directives.cutAfter = int(name, value);
+          break;
+        case 'think':
+          directives.think = true;
+          break;
+        case 'cache-read':
+          directives.cacheRead = int(name, value);
+          break;
+        case 'cache-write':
+          directives.cacheWrite = int(name, value);
+          break;
+        case 'stop':
+          directives.stopSequence = value ?? '';
+          break;
+        default:
+          return _match; // not ours: leave the text alone
+      }
+      return '';
+    })
+    .replace(/\s+/g, ' ')
+    .trim();
+  return directives;
+}

@@ -1,0 +1,115 @@
+import { createHash } from 'node:crypto';
+import { findModel, type ModelRecord, type ProviderName } from '../catalog';
+import { DirectiveError, parseDirectives, type Directives } from './directives';
+
+/** What every protocol reduces its request to. */
+export interface SimInput {
+  provider: ProviderName;
+  model: string;
+  /** Text of the last user turn ('' when that turn holds only tool results). */
+  lastUserText: string;
+  /** Contents of the tool results in the last user turn. */
+  toolResults: string[];
+  toolsOffered: string[];
+  /** Characters of all prompt text (system, messages, tool definitions): input tokens are a quarter of it. */
+  inputChars: number;
+  maxTokens?: number;
+  /** Raw request body, for the deterministic id. */
+  rawBody: string;
+}
+
+export class SimError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly kind: 'generic' | 'context' | 'model' = 'generic',
+  ) {
+    super(message);
+  }
+}
+
+export interface Plan {
+  id: string;
+  model: ModelRecord;
+  reasoning: string[];
+  words: string[];
+  toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }>;
+  finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence';
+  stopSequence?: string;
+  usage: { input: number; output: number; reasoning: number; cacheRead: number; cacheWrite: number };
+  delayMs: number;
+  paceMs: number;
+  cutAfter?: number;
+}
+
+const FILLER = ['lorem', 'ipsum', 'dolor', 'sit', 'amet', 'consectetur', 'adipiscing', 'elit'];
+
+export const estimateTokens = (chars: number): number => Math.ceil(chars / 4);
+
+/** Deterministic: the same request always gets the same plan (ids included). */
+export function planResponse(input: SimInput): Plan {
+  const model = findModel(`${input.provider}/${input.model}`);
+  if (!model) throw new SimError(404, `model ${input.model} does not exist`, 'model');
+  let directives: Directives;
+  try {
+    directives = input.lastUserText ? parseDirectives(input.lastUserText) : { tools: [], think: false, text: '' };
+  } catch (error) {
+    if (error instanceof DirectiveError) throw new SimError(400, error.message);
+    throw error;
+  }
+  const hash = createHash('sha256').update(input.rawBody).digest('hex');
+  const inputTokens = estimateTokens(input.inputChars);
+  const base = { delayMs: directives.delayMs ?? 0, paceMs: directives.paceMs ?? 0, cutAfter: directives.cutAfter };
+  if (directives.errorStatus !== undefined) throw Object.assign(new SimError(directives.errorStatus, `simulated error ${directives.errorStatus}`), base);
+  if (inputTokens > model.context_window) {
+    throw Object.assign(new SimError(400, `prompt is too long: ${inputTokens} tokens > ${model.context_window} maximum`, 'context'), {
+      inputTokens,
+      limit: model.context_window,
+    });
+  }
+  for (const tool of directives.tools) {
+    if (!input.toolsOffered.includes(tool.name)) throw new SimError(400, `tool ${tool.name} was not offered in this request`);
+  }
+
+  let text: string;
+  if (directives.tokens !== undefined) text = Array.from({ length: directives.tokens }, (_, i) => FILLER[i % FILLER.length]).join(' ');
+  else if (directives.tools.length > 0) text = '';
+  else if (input.lastUserText) text = directives.text ? `You said: ${directives.text}` : 'OK.';
+  else if (input.toolResults.length > 0) text = `Tool results: ${input.toolResults.join(' | ')}`;
+  else text = 'OK.';
+
+  const reasoning = directives.think ? `Thinking about: ${directives.text || 'the request'}`.split(' ') : [];
+  let words = text ? text.split(' ') : [];
+  let finish: Plan['finish'] = directives.tools.length > 0 ? 'tool_calls' : directives.stopSequence !== undefined ? 'stop_sequence' : 'stop';
+  const budget = input.maxTokens;
+  let reasoningKept = reasoning;
+  if (budget !== undefined && reasoning.length + words.length > budget) {
+    reasoningKept = reasoning.slice(0, budget);
+    words = words.slice(0, Math.max(0, budget - reasoningKept.length));
+    finish = 'length';
+  }
+  const toolCalls = finish === 'length' ? [] : directives.tools.map((tool, i) => ({ id: `call_${hash.slice(0, 16)}_${i}`, name: tool.name, input: tool.input }));
+  const toolTokens = toolCalls.reduce((sum, call) => sum + estimateTokens(JSON.stringify(call.input).length), 0);
+  const cacheRead = Math.min(directives.cacheRead ?? 0, inputTokens);
+  const cacheWrite = Math.min(directives.cacheWrite ?? 0, inputTokens - cacheRead);
+  return {
+    id: hash.slice(0, 24),
+    model,
+    reasoning: reasoningKept,
+    words,
+    toolCalls,
+    finish,
+    stopSequence: finish === 'stop_sequence' ? directives.stopSequence : undefined,
+    usage: {
+      input: inputTokens - cacheRead - cacheWrite,
+      output: reasoningKept.length + words.length + toolTokens,
+      reasoning: reasoningKept.length,
+      cacheRead,
+      cacheWrite,
+    },
+    ...base,
+  };
+}
+
+/** Words as stream deltas: the first bare, the rest with their leading space. */
+export const wordDeltas = (words: string[]): string[] => words.map((word, i) => (i === 0 ? word : ` ${word}`));

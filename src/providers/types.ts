@@ -1,0 +1,178 @@
+import type { ModelRecord } from './catalog';
+
+/**
+ * The hub shape every adapter translates to and from. Close to the Anthropic messages
+ * shape (system apart, tool results inside user turns), because that is the richest of
+ * the three: the others map onto it without loss for what the gateway supports.
+ */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: string;
+}
+
+export type ImageSource = { kind: 'url'; url: string } | { kind: 'base64'; media_type: string; data: string };
+
+export interface TextPart {
+  type: 'text';
+  text: string;
+  cache_control?: CacheControl;
+}
+export interface ImagePart {
+  type: 'image';
+  source: ImageSource;
+  cache_control?: CacheControl;
+}
+/** Assistant reasoning (Anthropic `thinking`, Google thought parts). `signature` must be sent back unchanged. */
+export interface ReasoningPart {
+  type: 'reasoning';
+  text: string;
+  signature?: string;
+}
+export interface RedactedReasoningPart {
+  type: 'redacted-reasoning';
+  data: string;
+}
+export interface ToolCallPart {
+  type: 'tool-call';
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+  cache_control?: CacheControl;
+}
+export interface ToolResultPart {
+  type: 'tool-result';
+  tool_use_id: string;
+  content: string | Array<TextPart | ImagePart>;
+  is_error?: boolean;
+  cache_control?: CacheControl;
+}
+/** A provider block the hub does not model (e.g. Anthropic `server_tool_use`), kept verbatim for its own provider. */
+export interface ProviderRawPart {
+  type: 'provider-raw';
+  provider: ModelRecord['provider'];
+  block: Record<string, unknown>;
+}
+
+export type UserPart = TextPart | ImagePart | ToolResultPart | ProviderRawPart;
+export type AssistantPart = TextPart | ReasoningPart | RedactedReasoningPart | ToolCallPart | ProviderRawPart;
+
+export type UnifiedMessage = { role: 'user'; content: UserPart[] } | { role: 'assistant'; content: AssistantPart[] };
+
+export interface FunctionTool {
+  type: 'function';
+  name: string;
+  description?: string;
+  input_schema: Record<string, unknown>;
+  strict?: boolean;
+  cache_control?: CacheControl;
+}
+/** Server-side web search; only for models with the `web_search` capability. */
+export interface WebSearchTool {
+  type: 'web_search';
+  allowed_domains?: string[];
+  blocked_domains?: string[];
+  max_uses?: number;
+}
+export type UnifiedTool = FunctionTool | WebSearchTool;
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'tool'; name: string };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean } };
+
+export interface UnifiedRequest {
+  model: ModelRecord;
+  system?: TextPart[];
+  messages: UnifiedMessage[];
+  tools?: UnifiedTool[];
+  tool_choice?: ToolChoice;
+  parallel_tool_calls?: boolean;
+  /** Output cap; when unset, OpenAI-compatible upstreams get none and Anthropic gets min(8192, model max). */
+  max_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  stop?: string[];
+  reasoning_effort?: string;
+  /** Explicit thinking (Anthropic `thinking`, Google `thinking_config`); wins over `reasoning_effort`. */
+  thinking?: { type: 'enabled'; budget_tokens?: number; include_thoughts?: boolean } | { type: 'disabled' };
+  response_format?: ResponseFormat;
+  /** Provider-specific extra request fields, merged into the upstream body (OpenAI: as is; Google: into generationConfig). */
+  provider_options?: Record<string, unknown>;
+  /** Anthropic request metadata (`user_id`). */
+  metadata?: Record<string, unknown>;
+  /** Extra upstream headers, e.g. `anthropic-version` and `anthropic-beta` from the caller. */
+  headers?: Record<string, string>;
+}
+
+export type UnifiedFinishReason = 'stop' | 'stop-sequence' | 'length' | 'tool-calls' | 'content-filter' | 'context-window' | 'other';
+
+export interface FinishReason {
+  unified: UnifiedFinishReason;
+  /** The provider's own value, e.g. `end_turn`, `MAX_TOKENS`. */
+  raw: string | null;
+}
+
+export interface Usage {
+  /** Input tokens billed at the plain input price (cache reads and writes excluded). */
+  input_tokens: number;
+  /** All generated tokens, reasoning included. */
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+  /** Of `output_tokens`, those spent on reasoning (informational). */
+  reasoning_tokens: number;
+}
+
+export const emptyUsage = (): Usage => ({
+  input_tokens: 0,
+  output_tokens: 0,
+  cache_read_input_tokens: 0,
+  cache_creation_input_tokens: 0,
+  reasoning_tokens: 0,
+});
+
+export type ResultPart = TextPart | ReasoningPart | RedactedReasoningPart | ToolCallPart | ProviderRawPart;
+
+export interface UnifiedResult {
+  /** Upstream response id. */
+  id: string;
+  /** The model name the upstream reported. */
+  model: string;
+  content: ResultPart[];
+  finish_reason: FinishReason;
+  /** The stop sequence that ended the output, when the provider says. */
+  stop_sequence: string | null;
+  usage: Usage;
+}
+
+/**
+ * Stream parts, in order: one `stream-start`, then deltas, then exactly one `finish`
+ * or `error` as the last part. Tool calls stream as `tool-input-start`,
+ * `tool-input-delta`s, then one `tool-call` with the parsed input.
+ */
+export type StreamPart =
+  | { type: 'stream-start'; id: string; model: string }
+  | { type: 'text-delta'; delta: string }
+  | { type: 'reasoning-delta'; delta: string }
+  | { type: 'reasoning-signature'; signature: string }
+  | { type: 'redacted-reasoning'; data: string }
+  | { type: 'tool-input-start'; id: string; name: string }
+  | { type: 'tool-input-delta'; id: string; delta: string }
+  | { type: 'tool-call'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'provider-raw'; provider: ModelRecord['provider']; block: Record<string, unknown> }
+  | { type: 'finish'; finish_reason: FinishReason; stop_sequence: string | null; usage: Usage }
+  /** The stream broke after it began; `usage` is what was produced until then (billable). */
+  | { type: 'error'; error: Error; usage: Usage };
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface ProviderAdapter {
+  generate(request: UnifiedRequest, options?: CallOptions): Promise<UnifiedResult>;
+  /** Resolves once the upstream accepted the request (so a refusal still has its HTTP status); then yields parts. */
+  stream(request: UnifiedRequest, options?: CallOptions): Promise<AsyncIterable<StreamPart>>;
+}

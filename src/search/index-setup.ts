@@ -1,0 +1,67 @@
+import type { estypes } from '@elastic/elasticsearch';
+import type { SearchClient } from './client';
+import { callSearch } from './errors';
+
+/**
+ * One index for every collection, behind an alias (so a reindex can swap it without
+ * downtime); each document carries `collection_id` and is routed by it, so one
+ * collection's documents sit on one shard and every query targets that shard only.
+ */
+export const kbAlias = (prefix: string) => `${prefix}-documents`;
+export const kbIndexName = (prefix: string) => `${prefix}-documents-v1`;
+
+// Highlighting refuses texts longer than the index's max_analyzed_offset unless the
+// query caps the analysed length itself; this is the cap both use.
+export const MAX_ANALYZED_OFFSET = 1_000_000;
+
+export const KB_MAPPINGS: estypes.MappingTypeMapping = {
+  dynamic: 'strict',
+  // Vectors are for kNN only; keeping them out of _source keeps hits small.
+  _source: { excludes: ['embedding'] },
+  dynamic_templates: [
+    { metadata_keywords: { path_match: 'metadata.*', mapping: { type: 'keyword', ignore_above: 1024 } } },
+  ],
+  properties: {
+    collection_id: { type: 'keyword' },
+    doc_id: { type: 'keyword' },
+    title: { type: 'text', analyzer: 'standard', fields: { keyword: { type: 'keyword', ignore_above: 1024 } } },
+    content: { type: 'text', analyzer: 'standard' },
+    type: { type: 'keyword' },
+    uri: { type: 'keyword' },
+    language: { type: 'keyword' },
+    created_at: { type: 'date' },
+    modified_at: { type: 'date' },
+    indexed_at: { type: 'date' },
+    metadata: { type: 'object', dynamic: true },
+    // dims are set by the first vector; `embedding_model` keeps kNN within one vector space.
+    embedding: { type: 'dense_vector', index: true, similarity: 'cosine' },
+    embedding_model: { type: 'keyword' },
+  },
+};
+
+/** Creates the index and alias when missing. Concurrent callers are fine: "already exists" is success. */
+export async function ensureKbIndex(client: SearchClient, options: { prefix: string; shards: number; replicas: number }): Promise<string> {
+  const alias = kbAlias(options.prefix);
+  await callSearch(async () => {
+    if (await client.indices.existsAlias({ name: alias })) return;
+    try {
+      await client.indices.create({
+        index: kbIndexName(options.prefix),
+        settings: {
+          number_of_shards: options.shards,
+          number_of_replicas: options.replicas,
+          'index.highlight.max_analyzed_offset': MAX_ANALYZED_OFFSET,
+          // Metadata keys become keyword fields; this bounds mapping growth across tenants.
+          'index.mapping.total_fields.limit': 5000,
+        },
+        mappings: KB_MAPPINGS,
+        aliases: { [alias]: { is_write_index: true } },
+        wait_for_active_shards: 1,
+      });
+    } catch (error) {
+      const type = (error as { body?: { error?: { type?: string } } }).body?.error?.type;
+      if (type !== 'resource_already_exists_exception') throw error;
+    }
+  });
+  return alias;
+}

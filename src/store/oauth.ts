@@ -1,0 +1,64 @@
+import type { Queryable } from './db';
+import { newId } from './ids';
+
+export interface OAuthClientRow {
+  client_id: string;
+  client_secret_hash: Buffer;
+  account_id: string;
+  registered_by: string;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+}
+
+export async function insertOAuthClient(
+  db: Queryable,
+  client: { clientId: string; secretHash: Buffer; accountId: string; registeredBy: string; metadata: Record<string, unknown> },
+): Promise<OAuthClientRow> {
+  const { rows } = await db.query<OAuthClientRow>(
+    `INSERT INTO oauth_clients (client_id, client_secret_hash, account_id, registered_by, metadata) VALUES ($1, $2, $3, $4, $5)
+     RETURNING client_id, client_secret_hash, account_id, registered_by, metadata, created_at`,
+    [client.clientId, client.secretHash, client.accountId, client.registeredBy, JSON.stringify(client.metadata)],
+  );
+  return rows[0]!;
+}
+
+export async function findOAuthClient(db: Queryable, clientId: string): Promise<OAuthClientRow | undefined> {
+  const { rows } = await db.query<OAuthClientRow>(
+    'SELECT client_id, client_secret_hash, account_id, registered_by, metadata, created_at FROM oauth_clients WHERE client_id = $1',
+    [clientId],
+  );
+  return rows[0];
+}
+
+export interface OAuthAccessTokenRecord {
+  id: string;
+  client_id: string;
+  account_id: string;
+  scope: string;
+  expires_at: Date;
+  revoked_at: Date | null;
+}
+
+export async function insertOAuthAccessToken(
+  db: Queryable,
+  token: { hash: Buffer; clientId: string; accountId: string; scope: string; expiresAt: Date },
+): Promise<{ id: string }> {
+  const id = newId('oat');
+  await db.query(
+    'INSERT INTO oauth_access_tokens (id, token_hash, client_id, account_id, scope, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [id, token.hash, token.clientId, token.accountId, token.scope, token.expiresAt],
+  );
+  return { id };
+}
+
+export async function findOAuthAccessTokenByHash(db: Queryable, hash: Buffer): Promise<OAuthAccessTokenRecord | undefined> {
+  const { rows } = await db.query<OAuthAccessTokenRecord>(
+    'SELECT id, client_id, account_id, scope, expires_at, revoked_at FROM oauth_access_tokens WHERE token_hash = $1',
+    [hash],
+  );
+  return rows[0];
+}
+
+export async function revokeOAuthAccessToken(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE oauth_access_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1', [id]);
+}

@@ -1,0 +1,139 @@
+import type { Queryable } from './db';
+import { CURSOR_AT, presentAgent, type AgentRow } from './agents';
+import type { RunState } from '../domain/events';
+
+/** Session rows (table sessions). Soft-deleted sessions are invisible to every lookup here. */
+export interface SessionRow {
+  id: string;
+  project_id: string;
+  agent_id: string;
+  status: string;
+  title: string | null;
+  reasoning_effort: string | null;
+  metadata: Record<string, string>;
+  owner_id: string | null;
+  client_id: string | null;
+  active_run_id: string | null;
+  // bigint columns arrive as strings
+  input_tokens: string;
+  output_tokens: string;
+  cache_read_input_tokens: string;
+  cache_creation_input_tokens: string;
+  credits_nano: string;
+  archived_at: Date | null;
+  created_at: Date;
+  updated_at: Date | null;
+  cursor_at: string;
+}
+
+const COLUMNS = `id, project_id, agent_id, status, title, reasoning_effort, metadata, owner_id, client_id, active_run_id,
+  input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens, credits_nano,
+  archived_at, created_at, updated_at, ${CURSOR_AT()} AS cursor_at`;
+
+export interface NewSession {
+  id: string;
+  projectId: string;
+  agentId: string;
+  title: string | null;
+  reasoningEffort: string | null;
+  metadata: Record<string, string>;
+  ownerId: string | null;
+  clientId: string | null;
+}
+
+export async function insertSession(db: Queryable, session: NewSession): Promise<SessionRow> {
+  const { rows } = await db.query<SessionRow>(
+    `INSERT INTO sessions (id, project_id, agent_id, title, reasoning_effort, metadata, owner_id, client_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [session.id, session.projectId, session.agentId, session.title, session.reasoningEffort, JSON.stringify(session.metadata), session.ownerId, session.clientId],
+  );
+  return rows[0]!;
+}
+
+export async function findSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 AND deleted_at IS NULL`, [id]);
+  return rows[0];
+}
+
+export interface SessionFilter {
+  projectId: string;
+  agentId?: string;
+  metadata?: { key: string; value: string };
+  includeArchived: boolean;
+}
+
+/** Newest first, keyset on (created_at, id); `after` is the last row of the previous page. */
+export async function listSessions(db: Queryable, filter: SessionFilter, limit: number, after?: { at: string; id: string }): Promise<SessionRow[]> {
+  const params: unknown[] = [filter.projectId, limit];
+  const where = ['project_id = $1', 'deleted_at IS NULL'];
+  if (!filter.includeArchived) where.push('archived_at IS NULL');
+  if (filter.agentId) where.push(`agent_id = $${params.push(filter.agentId)}`);
+  if (filter.metadata) where.push(`metadata @> $${params.push(JSON.stringify({ [filter.metadata.key]: filter.metadata.value }))}::jsonb`);
+  if (after) where.push(`(created_at, id) < ($${params.push(after.at)}::timestamptz, $${params.push(after.id)})`);
+  const { rows } = await db.query<SessionRow>(
+    `SELECT ${COLUMNS} FROM sessions WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT $2`,
+    params,
+  );
+  return rows;
+}
+
+export async function archiveSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<SessionRow>(
+    `UPDATE sessions SET archived_at = COALESCE(archived_at, now()), updated_at = now() WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** Soft delete: the row stays for the event log's foreign keys and for billing; status becomes terminated. */
+export async function softDeleteSession(client: Queryable, id: string): Promise<void> {
+  await client.query(`UPDATE sessions SET deleted_at = now(), updated_at = now(), status = 'terminated' WHERE id = $1`, [id]);
+}
+
+/** Writes the run state decided by the events route (the caller holds the session row lock). */
+export async function saveRunState(client: Queryable, id: string, state: RunState, startsRun: boolean): Promise<void> {
+  await client.query(
+    `UPDATE sessions SET active_run_id = $2, pending_tool_use_ids = $3, cancelled_tool_use_ids = $4,
+            status = CASE WHEN $5::boolean THEN 'running' ELSE status END, updated_at = now()
+      WHERE id = $1`,
+    [id, state.active_run_id, JSON.stringify(state.pending_tool_use_ids), JSON.stringify(state.cancelled_tool_use_ids), startsRun],
+  );
+}
+
+/**
+ * The per-site switch "asynchronous execution enabled" (sites.async_execution_enabled,
+ * default true). Sessions created without a site, sites unknown by client id, and a
+ * database without the sites table yet all count as enabled.
+ */
+export async function isAsyncExecutionEnabled(db: Queryable, clientId: string | null): Promise<boolean> {
+  if (!clientId) return true;
+  const { rows: present } = await db.query<{ present: boolean }>(`SELECT to_regclass('sites') IS NOT NULL AS present`);
+  if (!present[0]?.present) return true;
+  const { rows } = await db.query<{ enabled: boolean }>('SELECT async_execution_enabled AS enabled FROM sites WHERE client_id = $1', [clientId]);
+  return rows[0]?.enabled ?? true;
+}
+
+const count = (value: string) => Number(value);
+
+export function presentSession(row: SessionRow, agent: AgentRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    type: 'session',
+    agent: presentAgent(agent),
+    status: row.status,
+    title: row.title,
+    ...(row.reasoning_effort !== null ? { reasoning_effort: row.reasoning_effort } : {}),
+    metadata: row.metadata,
+    usage: {
+      input_tokens: count(row.input_tokens),
+      output_tokens: count(row.output_tokens),
+      cache_read_input_tokens: count(row.cache_read_input_tokens),
+      cache_creation_input_tokens: count(row.cache_creation_input_tokens),
+      credits_nano: count(row.credits_nano),
+    },
+    archived_at: row.archived_at ? row.archived_at.toISOString() : null,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at ? row.updated_at.toISOString() : null,
+    ...(row.owner_id !== null ? { owner_id: row.owner_id } : {}),
+  };
+}

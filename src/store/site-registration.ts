@@ -1,0 +1,82 @@
+import type { Pool } from 'pg';
+import { conflict } from '../api/errors';
+import { compactSiteInfo, displayNameFor, siteUrlKey, type RegisteredSite, type SiteRegistration } from '../domain/sites';
+import { decryptSiteSecret, encryptSiteSecret, generateSiteHmacSecret } from '../domain/site-secret';
+import { withTransaction } from './db';
+import { randomBase62 } from './ids';
+import { findSiteByClientId, findSiteByUrlKey, insertSite, lockAccountRegistrations, updateSite, type SiteRow, type SiteWrite } from './sites';
+
+export interface RegistrationResult {
+  site: RegisteredSite;
+  created: boolean;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * Registers or updates the site of the calling client (`clientId`, in `accountId`):
+ * 1. the client already has a site → update it in place (409 if another account first
+ *    registered the client, or if the new site_url belongs to another site of the account);
+ * 2. else a site of the account already has this site_url → the site reconnected with a
+ *    new client: it moves to the new client_id, keeping its site_id and secret;
+ * 3. else → a new site with a fresh site_id and secret.
+ * Omitted `project_id` and `site_info` keep the stored values; `display_name` defaults to
+ * the site_url.
+ */
+export async function registerSite(
+  pool: Pool,
+  gatewaySecret: string,
+  caller: { accountId: string; clientId: string },
+  input: SiteRegistration,
+): Promise<RegistrationResult> {
+  const urlKey = siteUrlKey(input.site_url);
+  try {
+    return await withTransaction(pool, async (client) => {
+      await lockAccountRegistrations(client, caller.accountId);
+      const existing = await findSiteByClientId(client, caller.clientId);
+      if (existing && existing.account_id !== caller.accountId) {
+        throw conflict('this client was registered by another account');
+      }
+      const urlOwner = await findSiteByUrlKey(client, caller.accountId, urlKey);
+      if (existing && urlOwner && urlOwner.site_id !== existing.site_id) {
+        throw conflict('site_url is already registered by another site of this account');
+      }
+      const target = existing ?? urlOwner;
+      const write = (current?: SiteRow): SiteWrite => ({
+        clientId: caller.clientId,
+        projectId: input.project_id === undefined ? (current?.project_id ?? null) : input.project_id,
+        siteUrl: input.site_url,
+        siteUrlKey: urlKey,
+        displayName: displayNameFor(input),
+        siteInfo: input.site_info === undefined ? (current?.site_info ?? null) : compactSiteInfo(input.site_info),
+      });
+      if (target) {
+        const row = await updateSite(client, target.site_id, write(target));
+        return { site: present(row, decryptSiteSecret(gatewaySecret, row.site_id, row.hmac_secret_encrypted)), created: false };
+      }
+      const siteId = `site_${randomBase62(22)}`;
+      const secret = generateSiteHmacSecret();
+      const row = await insertSite(client, {
+        ...write(),
+        siteId,
+        accountId: caller.accountId,
+        hmacSecretEncrypted: encryptSiteSecret(gatewaySecret, siteId, secret),
+      });
+      return { site: present(row, secret), created: true };
+    });
+  } catch (error) {
+    // Two accounts registering the same new client_id at once: the loser sees the winner's row.
+    if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw conflict('this client was registered by another account');
+    throw error;
+  }
+}
+
+function present(row: SiteRow, secret: string): RegisteredSite {
+  return {
+    site_id: row.site_id,
+    client_id: row.client_id,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
+    site_hmac_secret: secret,
+  };
+}

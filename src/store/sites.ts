@@ -1,0 +1,111 @@
+import type { Queryable } from './db';
+import type { SiteStatus } from '../domain/sites';
+
+export interface SiteRow {
+  site_id: string;
+  client_id: string;
+  account_id: string;
+  project_id: string | null;
+  site_url: string;
+  site_url_key: string;
+  display_name: string;
+  site_info: Record<string, unknown> | null;
+  status: SiteStatus;
+  async_execution_enabled: boolean;
+  primary_collection_id: string | null;
+  hmac_secret_encrypted: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = `site_id, client_id, account_id, project_id, site_url, site_url_key, display_name, site_info, status,
+  async_execution_enabled, primary_collection_id, hmac_secret_encrypted, created_at, updated_at`;
+
+/**
+ * Serializes registrations of one account, so the "who owns this client / this URL"
+ * reads and the write that follows them cannot interleave with another registration.
+ * Must run inside a transaction (the lock is released at commit).
+ */
+export async function lockAccountRegistrations(client: Queryable, accountId: string): Promise<void> {
+  await client.query(`SELECT pg_advisory_xact_lock(hashtext('sites:' || $1))`, [accountId]);
+}
+
+export async function findSiteByClientId(db: Queryable, clientId: string): Promise<SiteRow | undefined> {
+  const { rows } = await db.query<SiteRow>(`SELECT ${COLUMNS} FROM sites WHERE client_id = $1`, [clientId]);
+  return rows[0];
+}
+
+export async function findSiteById(db: Queryable, siteId: string): Promise<SiteRow | undefined> {
+  const { rows } = await db.query<SiteRow>(`SELECT ${COLUMNS} FROM sites WHERE site_id = $1`, [siteId]);
+  return rows[0];
+}
+
+export async function findSiteByUrlKey(db: Queryable, accountId: string, urlKey: string): Promise<SiteRow | undefined> {
+  const { rows } = await db.query<SiteRow>(`SELECT ${COLUMNS} FROM sites WHERE account_id = $1 AND site_url_key = $2`, [accountId, urlKey]);
+  return rows[0];
+}
+
+export interface SiteWrite {
+  clientId: string;
+  projectId: string | null;
+  siteUrl: string;
+  siteUrlKey: string;
+  displayName: string;
+  siteInfo: Record<string, unknown> | null;
+}
+
+export async function insertSite(db: Queryable, site: SiteWrite & { siteId: string; accountId: string; hmacSecretEncrypted: string }): Promise<SiteRow> {
+  const { rows } = await db.query<SiteRow>(
+    `INSERT INTO sites (site_id, client_id, account_id, project_id, site_url, site_url_key, display_name, site_info, hmac_secret_encrypted)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
+    [site.siteId, site.clientId, site.accountId, site.projectId, site.siteUrl, site.siteUrlKey, site.displayName, site.siteInfo, site.hmacSecretEncrypted],
+  );
+  return rows[0]!;
+}
+
+/** Updates a registration in place: site_id, created_at, status and the secret never change here. */
+export async function updateSite(db: Queryable, siteId: string, site: SiteWrite): Promise<SiteRow> {
+  const { rows } = await db.query<SiteRow>(
+    `UPDATE sites SET client_id = $2, project_id = $3, site_url = $4, site_url_key = $5, display_name = $6, site_info = $7, updated_at = now()
+      WHERE site_id = $1 RETURNING ${COLUMNS}`,
+    [siteId, site.clientId, site.projectId, site.siteUrl, site.siteUrlKey, site.displayName, site.siteInfo],
+  );
+  return rows[0]!;
+}
+
+export async function setSiteStatus(db: Queryable, siteId: string, status: SiteStatus): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE sites SET status = $2, updated_at = now() WHERE site_id = $1', [siteId, status]);
+  return rowCount === 1;
+}
+
+/** Sites of one project with one status, oldest first (MCP list_account_sites). */
+export async function listProjectSites(db: Queryable, projectId: string, status: SiteStatus): Promise<SiteRow[]> {
+  const { rows } = await db.query<SiteRow>(
+    `SELECT ${COLUMNS} FROM sites WHERE project_id = $1 AND status = $2 ORDER BY created_at, site_id`,
+    [projectId, status],
+  );
+  return rows;
+}
+
+/** Subjects among `siteIds` connected for `subject`: the site ids where that user connected. */
+export async function connectedSiteIds(db: Queryable, subject: string, siteIds: string[]): Promise<Set<string>> {
+  if (siteIds.length === 0) return new Set();
+  const { rows } = await db.query<{ site_id: string }>(
+    'SELECT site_id FROM site_user_connections WHERE subject = $1 AND site_id = ANY($2)',
+    [subject, siteIds],
+  );
+  return new Set(rows.map((r) => r.site_id));
+}
+
+export async function connectSiteUser(db: Queryable, siteId: string, subject: string, cmsUser: string | null): Promise<void> {
+  await db.query(
+    `INSERT INTO site_user_connections (site_id, subject, cms_user) VALUES ($1, $2, $3)
+     ON CONFLICT (site_id, subject) DO UPDATE SET cms_user = EXCLUDED.cms_user, connected_at = now()`,
+    [siteId, subject, cmsUser],
+  );
+}
+
+export async function disconnectSiteUser(db: Queryable, siteId: string, subject: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM site_user_connections WHERE site_id = $1 AND subject = $2', [siteId, subject]);
+  return rowCount === 1;
+}

@@ -1,0 +1,42 @@
+import type { Deps } from '../deps';
+import { signalSession, type SessionRef } from './session-signals';
+
+/**
+ * Re-signals sessions whose run-starting events were committed but never processed
+ * (the api crashed, or Temporal was unreachable, between commit and signal). Signals are
+ * idempotent for the workflow (it re-reads the log), so an accepted message is never
+ * lost and never runs twice.
+ */
+export async function reconcileOnce(deps: Deps, olderThanMs = 2000): Promise<number> {
+  const sitesTable = (await deps.db.query<{ t: string | null }>("SELECT to_regclass('public.sites')::text AS t")).rows[0]?.t;
+  const asyncDisabled = sitesTable
+    ? `AND NOT EXISTS (SELECT 1 FROM sites WHERE sites.client_id = s.client_id AND sites.async_execution_enabled = false)`
+    : '';
+  const { rows } = await deps.db.query<SessionRef>(
+    `SELECT DISTINCT s.id, s.project_id, s.agent_id, s.title
+       FROM session_events e JOIN sessions s ON s.id = e.session_id
+      WHERE e.processed_at IS NULL AND e.type IN ('user.message', 'user.tool_result', 'system.message')
+        AND e.created_at < now() - ($1 || ' milliseconds')::interval
+        AND s.deleted_at IS NULL ${asyncDisabled}
+      LIMIT 500`,
+    [String(olderThanMs)],
+  );
+  for (const session of rows) {
+    await signalSession(deps, session).catch((error) => deps.logger.warn({ err: error, session_id: session.id }, 'reconcile signal failed'));
+  }
+  return rows.length;
+}
+
+export function startReconciler(deps: Deps): () => void {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    reconcileOnce(deps)
+      .then((count) => count > 0 && deps.logger.info({ sessions: count }, 'reconciler re-signalled sessions'))
+      .catch((error) => deps.logger.warn({ err: error }, 'reconciler pass failed'))
+      .finally(() => (running = false));
+  }, deps.config.RECONCILE_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

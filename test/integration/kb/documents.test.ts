@@ -1,0 +1,161 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { ensureLocalModel, ids, tenantWithClient, type KbClient } from './kb-client';
+
+let api: TestApi;
+let kb: KbClient;
+let collection: string;
+beforeAll(async () => {
+  await ensureLocalModel();
+  api = await startApi();
+  ({ kb } = await tenantWithClient(api));
+  collection = await kb.newCollection();
+});
+afterAll(async () => {
+  await api.close();
+});
+
+describe('POST /documents/bulk: the request', () => {
+  test('more than 100 documents is a 400 for the whole request, and nothing is indexed', async () => {
+    const documents = Array.from({ length: 101 }, (_, i) => ({ id: `over-${i}`, content: 'overflow' }));
+    const response = await kb.bulk(collection, documents);
+    expect(response.status).toBe(400);
+    expect(response.body.error.message).toContain('at most 100 documents');
+    expect((await kb.call('GET', `/${collection}/documents/over-0`)).status).toBe(404);
+  });
+
+  test('exactly 100 documents are accepted', async () => {
+    const target = await kb.newCollection();
+    const documents = Array.from({ length: 100 }, (_, i) => ({ id: `d${i}`, content: `document number ${i}` }));
+    const response = await kb.bulk(target, documents);
+    expect(response.status).toBe(200);
+    expect(response.body.errors).toBe(false);
+    expect(response.body.items).toHaveLength(100);
+  });
+
+  test('documents must be a non-empty array; unknown envelope fields are refused', async () => {
+    for (const body of [{}, { documents: [] }, { documents: {} }, { documents: [{ content: 'x' }], extra: 1 }]) {
+      const response = await kb.call('POST', `/${collection}/documents/bulk`, body);
+      expect(response.status).toBe(400);
+    }
+  });
+
+  test('bodies above 1 MiB (the default limit) are accepted up to the bulk limit', async () => {
+    const documents = Array.from({ length: 20 }, (_, i) => ({ id: `big-${i}`, content: `${'lorem ipsum '.repeat(8000)} marker${i}` }));
+    const response = await kb.bulk(collection, documents);
+    expect(response.status).toBe(200);
+    expect(response.body.errors).toBe(false);
+  });
+});
+
+describe('POST /documents/bulk: each item on its own', () => {
+  const invalid: [string, unknown, string][] = [
+    ['content missing', { id: 'x1', title: 'no content' }, 'content'],
+    ['content not a string', { id: 'x2', content: 5 }, 'content'],
+    ['item not an object', 'just text', ''],
+    ['language not ISO 639-1', { id: 'x3', content: 'c', language: 'english' }, 'language: must be an ISO 639-1 language code'],
+    ['language unknown code', { id: 'x4', content: 'c', language: 'xx' }, 'language'],
+    ['created_at not RFC 3339', { id: 'x5', content: 'c', created_at: '2024-13-01' }, 'created_at'],
+    ['modified_at without zone', { id: 'x6', content: 'c', modified_at: '2024-01-01T10:00:00' }, 'modified_at'],
+    ['metadata value a number', { id: 'x7', content: 'c', metadata: { n: 1 } }, 'metadata'],
+    ['metadata value an object', { id: 'x8', content: 'c', metadata: { o: { a: 'b' } } }, 'metadata'],
+    ['metadata array of numbers', { id: 'x9', content: 'c', metadata: { tags: [1, 2] } }, 'metadata'],
+    ['metadata key with a dot', { id: 'x10', content: 'c', metadata: { 'a.b': 'v' } }, 'metadata'],
+    ['metadata not an object', { id: 'x11', content: 'c', metadata: ['a'] }, 'metadata'],
+    ['uri not a URL', { id: 'x12', content: 'c', uri: 'not a url' }, 'uri: must be an absolute URL'],
+    ['id empty', { id: '', content: 'c' }, 'id'],
+    ['id too long', { id: 'i'.repeat(257), content: 'c' }, 'id: must be at most 256 bytes'],
+    ['id not a string', { id: 7, content: 'c' }, 'id'],
+    ['unknown field', { id: 'x13', content: 'c', author: 'me' }, 'author'],
+    ['title too long', { id: 'x14', content: 'c', title: 't'.repeat(1025) }, 'title'],
+  ];
+
+  test.each(invalid)('%s: that item alone gets 400 with a reason', async (_label, bad, fragment) => {
+    const goodId = `good-${Math.random().toString(36).slice(2)}`;
+    const response = await kb.bulk(collection, [{ id: goodId, content: 'fine' }, bad]);
+    expect(response.status).toBe(200);
+    expect(response.body.errors).toBe(true);
+    const [good, rejected] = response.body.items;
+    expect(good).toEqual({ id: goodId, status: 201, result: 'created' });
+    expect(rejected.status).toBe(400);
+    expect(rejected.error).toMatchObject({ type: 'invalid_request_error', code: 400 });
+    expect(rejected.error.message).toContain(fragment);
+    if (typeof (bad as { id?: unknown }).id === 'string') expect(rejected.id).toBe((bad as { id: string }).id);
+  });
+
+  test('all valid fields are stored; dates are normalised to UTC; language lower-cased', async () => {
+    const document = {
+      id: 'full',
+      content: 'The full document body.',
+      title: 'Full document',
+      type: 'post',
+      uri: 'https://example.com/full',
+      language: 'EN',
+      created_at: '2024-03-01T12:00:00+02:00',
+      modified_at: '2024-03-02T08:30:00Z',
+      metadata: { category: 'news', tags: ['a', 'b'] },
+    };
+    const response = await kb.bulk(collection, [document]);
+    expect(response.body.items[0]).toMatchObject({ id: 'full', status: expect.any(Number) });
+    const fetched = await kb.call('GET', `/${collection}/documents/full`);
+    expect(fetched.status).toBe(200);
+    expect(fetched.body).toEqual({
+      ...document,
+      language: 'en',
+      created_at: '2024-03-01T10:00:00.000Z',
+      modified_at: '2024-03-02T08:30:00.000Z',
+      collection_id: collection,
+    });
+  });
+
+  test('generated ids when omitted; the document is searchable as soon as the response returns', async () => {
+    const word = `zq${Math.random().toString(36).slice(2, 10)}`;
+    const response = await kb.bulk(collection, [{ content: `freshly indexed ${word}` }]);
+    const id = response.body.items[0].id;
+    expect(id).toEqual(expect.any(String));
+    expect(response.body.items[0]).toMatchObject({ status: 201, result: 'created' });
+    const found = await kb.searchOk(collection, { query: word });
+    expect(ids(found)).toEqual([id]);
+  });
+
+  test('same id replaces the document (idempotent): created then updated, one copy, new content', async () => {
+    const target = await kb.newCollection();
+    const first = await kb.bulk(target, [{ id: 'same', content: 'original wording', title: 'v1', metadata: { v: '1' } }]);
+    expect(first.body.items[0]).toEqual({ id: 'same', status: 201, result: 'created' });
+    const second = await kb.bulk(target, [{ id: 'same', content: 'replacement wording', title: 'v2' }]);
+    expect(second.body.items[0]).toEqual({ id: 'same', status: 200, result: 'updated' });
+    const fetched = await kb.call('GET', `/${target}/documents/same`);
+    expect(fetched.body).toEqual({ id: 'same', content: 'replacement wording', title: 'v2', collection_id: target });
+    expect(ids(await kb.searchOk(target, {}))).toEqual(['same']);
+    expect(ids(await kb.searchOk(target, { query: 'original' }))).not.toContain('same');
+  });
+
+  test('the same document id in two collections is two documents', async () => {
+    const a = await kb.newCollection();
+    const b = await kb.newCollection();
+    await kb.index(a, [{ id: 'shared', content: 'in collection a' }]);
+    await kb.index(b, [{ id: 'shared', content: 'in collection b' }]);
+    expect((await kb.call('GET', `/${a}/documents/shared`)).body.content).toBe('in collection a');
+    expect((await kb.call('GET', `/${b}/documents/shared`)).body.content).toBe('in collection b');
+  });
+});
+
+describe('GET and DELETE one document', () => {
+  test('ids with reserved URL characters round-trip when encoded', async () => {
+    const id = 'posts/2024 #1?x=y';
+    await kb.index(collection, [{ id, content: 'odd id' }]);
+    const fetched = await kb.call('GET', `/${collection}/documents/${encodeURIComponent(id)}`);
+    expect(fetched.status).toBe(200);
+    expect(fetched.body.id).toBe(id);
+  });
+
+  test('delete removes it from get and search; a second delete is 404', async () => {
+    const word = `gone${Math.random().toString(36).slice(2, 8)}`;
+    await kb.index(collection, [{ id: 'to-delete', content: `delete me ${word}` }]);
+    const deleted = await kb.call('DELETE', `/${collection}/documents/to-delete`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({ id: 'to-delete', deleted: true });
+    expect((await kb.call('GET', `/${collection}/documents/to-delete`)).status).toBe(404);
+    expect(ids(await kb.searchOk(collection, { query: word }))).toEqual([]);
+    expect((await kb.call('DELETE', `/${collection}/documents/to-delete`)).status).toBe(404);
+  });
+});

@@ -1,0 +1,123 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { startTestSimulator, type Simulator } from '../../support/simulator';
+import { createTenant, type Tenant } from '../../support/factories';
+import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent, listEvents } from '../../support/runtime';
+import { getBalanceNano } from '../../../src/billing/credits';
+
+let api: TestApi;
+let simulator: Simulator;
+let worker: Awaited<ReturnType<typeof startTestWorker>>;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  simulator = await startTestSimulator();
+  api = await startApi({ SIMULATOR_URL: simulator.url, RUN_ABANDON_AFTER_MS: '4000' });
+  worker = await startTestWorker(api.deps);
+  tenant = await createTenant(api.deps.db, { credits: 100n });
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await simulator?.close();
+});
+
+test('a user message runs: status_running, agent.message, turn usage, status_idle end_turn; usage billed once', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  const before = await getBalanceNano(api.deps.db, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('hello there') }]);
+  const { events, event: idle } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle']);
+  expect(idle.stop_reason).toBe('end_turn');
+  const turn = events.find((e) => e.type === 'session.turn_usage')!.content[0];
+  expect(turn).toMatchObject({ turn: 1, model: 'openai/gpt-4o-mini', total_tokens: turn.input_tokens + turn.output_tokens + turn.cache_read_input_tokens + turn.cache_creation_input_tokens });
+  expect(idle.context_tokens).toBe(turn.total_tokens);
+  expect(idle.usage.credits_nano).toBe(turn.credits_nano);
+  expect(idle.usage.credits_nano).toBeGreaterThan(0);
+  expect(events[0]!.processed_at).not.toBeNull();
+  const after = await getBalanceNano(api.deps.db, tenant.projectId);
+  expect(before - after).toBe(BigInt(idle.usage.credits_nano));
+  const row = (await api.deps.db.query('SELECT status, credits_nano::int, active_run_id FROM sessions WHERE id = $1', [session.sessionId])).rows[0];
+  expect(row).toEqual({ status: 'idle', credits_nano: idle.usage.credits_nano, active_run_id: null });
+});
+
+test('a client tool pauses the run with tool_use_ids and traceparents; the result resumes it', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [{ name: 'get_weather', description: 'weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+  });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:get_weather {"city":"Paris"}]]') }]);
+  const { event: paused, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(paused.stop_reason).toBe('client_tool_use');
+  const toolUse = events.find((e) => e.type === 'agent.tool_use')!;
+  expect(toolUse.content[0]).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: 'Paris' } });
+  expect(paused.tool_use_ids).toEqual([toolUse.content[0].id]);
+  expect(paused.tool_traceparents[toolUse.content[0].id]).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+
+  await sendEvents(api.deps, session, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: toolUse.content[0].id, content: 'sunny, 21C' }] }]);
+  const { event: done, events: all } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(done.stop_reason).toBe('end_turn');
+  expect(all.filter((e) => e.type === 'session.status_running')).toHaveLength(2);
+  expect(all.at(-2)!.type).toBe('session.turn_usage');
+});
+
+test('user.interrupt cancels exactly the run in flight: status_idle user_cancelled', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:20000]] slow please') }]);
+  await waitForEvent(api.deps, session.sessionId, 'session.status_running');
+  const started = Date.now();
+  await sendEvents(api.deps, session, [{ type: 'user.interrupt', content: [] }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('user_cancelled');
+  expect(Date.now() - started).toBeLessThan(15_000);
+});
+
+test('server-side echo tool runs as an activity and the run continues', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"ping-42"}]]') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('end_turn');
+  const result = events.find((e) => e.type === 'user.tool_result')!;
+  expect(result.content[0]).toMatchObject({ content: 'ping-42' });
+  expect(events.filter((e) => e.type === 'session.turn_usage')).toHaveLength(2);
+  expect(event.usage.credits_nano).toBe(events.filter((e) => e.type === 'session.turn_usage').reduce((sum, e) => sum + e.content[0].credits_nano, 0));
+});
+
+test('deferred tools stay out of the tool list; search_tools finds them by name, label and description', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [
+      { name: 'book', label: 'reservations', description: 'books a table', defer_loading: true, input_schema: { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] } },
+      { name: 'visible', description: 'always there', input_schema: { type: 'object' } },
+    ],
+  });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:search_tools {"query":"reservations"}]]') }]);
+  const { events, event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('end_turn');
+  const result = events.find((e) => e.type === 'user.tool_result')!;
+  expect(JSON.parse(result.content[0].content)).toEqual({ tools: [{ name: 'book', label: 'reservations', description: 'books a table' }] });
+  const offered = simulator.requests
+    .map((r) => r.body as { tools?: Array<{ function: { name: string } }>; messages?: Array<{ content: unknown }> })
+    .filter((b) => JSON.stringify(b.messages ?? '').includes('reservations'))
+    .map((b) => (b.tools ?? []).map((t) => t.function.name));
+  expect(offered[0]).toEqual(['visible', 'search_tools']);
+});
+
+test('an upstream client error ends the run with session.error upstream_error', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[error:400]] fail') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.type).toBe('session.error');
+  expect(event.error_code).toBe('upstream_error');
+  expect(event.content).toEqual([{ type: 'error', message: expect.any(String), code: 'upstream_error' }]);
+  expect(event.usage).toMatchObject({ credits_nano: 0 });
+  const row = (await api.deps.db.query('SELECT status FROM sessions WHERE id = $1', [session.sessionId])).rows[0];
+  expect(row.status).toBe('error');
+});
+
+test('a pause nobody answers ends with session.error run_abandoned', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'slow_tool', input_schema: { type: 'object' } }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:slow_tool {}]]') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2, 20_000);
+  expect(event.type).toBe('session.error');
+  expect(event.error_code).toBe('run_abandoned');
+  const events = await listEvents(api.deps, session.sessionId);
+  expect(events.filter((e) => e.type === 'session.status_idle')[0]!.stop_reason).toBe('client_tool_use');
+});

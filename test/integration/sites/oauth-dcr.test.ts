@@ -1,0 +1,163 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { uniqueId } from '../../support/config';
+import { createTenant, json, type Tenant } from '../../support/factories';
+import { signDevIdpToken } from '../../../src/auth/tokens';
+
+let api: TestApi;
+let tenant: Tenant;
+let idpToken: string;
+beforeAll(async () => {
+  api = await startApi();
+  tenant = await createTenant(api.deps.db);
+  idpToken = await signDevIdpToken(api.deps.config, { subject: uniqueId('user-'), accountIds: [tenant.accountId] });
+});
+afterAll(() => api.close());
+
+const registerClient = (metadata: unknown, token = idpToken) =>
+  fetch(`${api.url}/oauth/register`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(metadata),
+  });
+
+const tokenRequest = (form: Record<string, string>, headers: Record<string, string> = {}) =>
+  fetch(`${api.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(form).toString(),
+  });
+
+const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}` });
+
+describe('OAuth Dynamic Client Registration → token → POST /v1/sites', () => {
+  test('full flow: metadata, register, client_credentials token, site registration, re-registration', async () => {
+    const metadata = await json(await fetch(`${api.url}/.well-known/oauth-authorization-server`));
+    expect(metadata.registration_endpoint).toBe(`${api.url}/oauth/register`);
+    expect(metadata.token_endpoint).toBe(`${api.url}/oauth/token`);
+    expect(metadata.grant_types_supported).toEqual(['client_credentials']);
+
+    const registered = await registerClient({ client_name: 'My CMS site', software_id: 'cms-plugin', software_version: '1.2.3', unknown_member: 'ignored' });
+    expect(registered.status).toBe(201);
+    expect(registered.headers.get('cache-control')).toBe('no-store');
+    const client = await json(registered);
+    expect(client).toMatchObject({
+      client_name: 'My CMS site',
+      grant_types: ['client_credentials'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      scope: 'sites:register',
+      client_secret_expires_at: 0,
+      account_id: tenant.accountId,
+    });
+    expect(client.client_id).toMatch(/^client_/);
+    expect(typeof client.client_secret).toBe('string');
+    expect(client.unknown_member).toBeUndefined();
+
+    const tokenResponse = await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret));
+    expect(tokenResponse.status).toBe(200);
+    expect(tokenResponse.headers.get('cache-control')).toBe('no-store');
+    const token = await json(tokenResponse);
+    expect(token).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: 'sites:register' });
+    expect(token.access_token).toMatch(/^oat_[A-Za-z0-9_-]{43}$/);
+
+    const site = { site_url: `https://${uniqueId('s')}.example.com`, project_id: tenant.projectId };
+    const first = await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' }, body: JSON.stringify(site) });
+    expect(first.status).toBe(201);
+    const created = await json(first);
+    expect(created.client_id).toBe(client.client_id);
+
+    // A fresh token of the same client updates the same site.
+    const again = await json(await tokenRequest({ grant_type: 'client_credentials', scope: 'sites:register' }, basic(client.client_id, client.client_secret)));
+    const second = await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${again.access_token}`, 'content-type': 'application/json' }, body: JSON.stringify(site) });
+    expect(second.status).toBe(200);
+    expect(await json(second)).toEqual(created);
+
+    // The OAuth token is for site registration only.
+    const elsewhere = await fetch(`${api.url}/oauth/register`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' }, body: '{}' });
+    expect(elsewhere.status).toBe(401);
+  });
+
+  test('client_secret_post clients authenticate in the body', async () => {
+    const client = await json(await registerClient({ token_endpoint_auth_method: 'client_secret_post' }));
+    const response = await tokenRequest({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret });
+    expect(response.status).toBe(200);
+    // ...and not with the other method
+    expect((await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret))).status).toBe(401);
+  });
+
+  test('an expired or revoked access token is 401 on POST /v1/sites', async () => {
+    const client = await json(await registerClient({}));
+    const token = await json(await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret)));
+    await api.deps.db.query("UPDATE oauth_access_tokens SET expires_at = now() - interval '1 second' WHERE client_id = $1", [client.client_id]);
+    const response = await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: 'https://x.example.com' }) });
+    expect(response.status).toBe(401);
+    expect((await json(response)).error.type).toBe('invalid_token');
+  });
+});
+
+describe('registration endpoint errors (RFC 7591 §3.2.2)', () => {
+  test('no initial access token: 401 invalid_token with WWW-Authenticate', async () => {
+    const response = await fetch(`${api.url}/oauth/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+    expect(await json(response)).toEqual({ error: 'invalid_token', error_description: expect.any(String) });
+  });
+
+  test('an API key is not an initial access token', async () => {
+    const response = await registerClient({}, tenant.key);
+    expect(response.status).toBe(401);
+    expect((await json(response)).error).toBe('invalid_token');
+  });
+
+  test.each([
+    ['unsupported grant type', { grant_types: ['authorization_code'] }, 'invalid_client_metadata'],
+    ['unsupported auth method', { token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
+    ['unknown scope', { scope: 'admin' }, 'invalid_client_metadata'],
+    ['bad redirect uri', { redirect_uris: ['not a uri'] }, 'invalid_redirect_uri'],
+    ['wrong type', { client_name: 42 }, 'invalid_client_metadata'],
+    ['account of another user', { account_id: 'acct_someoneelse' }, 'invalid_client_metadata'],
+  ])('%s: 400 %s', async (_label, metadata, code) => {
+    const response = await registerClient(metadata);
+    expect(response.status).toBe(400);
+    expect(await json(response)).toEqual({ error: code, error_description: expect.any(String) });
+  });
+
+  test('a user of several accounts must name one', async () => {
+    const other = await createTenant(api.deps.db);
+    const token = await signDevIdpToken(api.deps.config, { subject: uniqueId('u'), accountIds: [tenant.accountId, other.accountId] });
+    expect((await json(await registerClient({}, token))).error).toBe('invalid_client_metadata');
+    const named = await json(await registerClient({ account_id: other.accountId }, token));
+    expect(named.account_id).toBe(other.accountId);
+  });
+});
+
+describe('token endpoint errors (RFC 6749 §5.2)', () => {
+  let client: { client_id: string; client_secret: string };
+  beforeAll(async () => (client = await json(await registerClient({}))));
+
+  test('wrong secret: 401 invalid_client with WWW-Authenticate Basic', async () => {
+    const response = await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, 'wrong'));
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Basic/);
+    expect(await json(response)).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
+  });
+
+  test('unknown client: 401 invalid_client', async () => {
+    expect((await json(await tokenRequest({ grant_type: 'client_credentials' }, basic('client_nope', 'x')))).error).toBe('invalid_client');
+  });
+
+  test.each([
+    ['unsupported grant', { grant_type: 'password' }, 'unsupported_grant_type'],
+    ['missing grant', {}, 'invalid_request'],
+    ['unknown scope', { grant_type: 'client_credentials', scope: 'everything' }, 'invalid_scope'],
+  ])('%s: 400 %s', async (_label, form, code) => {
+    const response = await tokenRequest(form as Record<string, string>, basic(client.client_id, client.client_secret));
+    expect(response.status).toBe(400);
+    expect((await json(response)).error).toBe(code);
+  });
+
+  test('two client authentication methods at once: invalid_request', async () => {
+    const response = await tokenRequest({ grant_type: 'client_credentials', client_secret: client.client_secret }, basic(client.client_id, client.client_secret));
+    expect(response.status).toBe(400);
+    expect((await json(response)).error).toBe('invalid_request');
+  });
+});

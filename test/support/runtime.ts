@@ -1,0 +1,85 @@
+import { Runtime, DefaultLogger, type Worker } from '@temporalio/worker';
+import { createWorker } from '../../src/temporal/worker';
+import type { Deps } from '../../src/deps';
+import { withTransaction } from '../../src/store/db';
+import { appendEvents, lockSession, presentEvent, EVENT_COLUMNS, type EventRow } from '../../src/store/events';
+import { newId } from '../../src/store/ids';
+import { signalSession } from '../../src/temporal/session-signals';
+
+let runtimeInstalled = false;
+
+/** A real worker on the test api's unique task queue, polling until `stop()`. */
+export async function startTestWorker(deps: Deps): Promise<{ worker: Worker; stop(): Promise<void> }> {
+  if (!runtimeInstalled) {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    runtimeInstalled = true;
+  }
+  const { worker, connection } = await createWorker(deps);
+  const running = worker.run();
+  return {
+    worker,
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+/** Rows for an agent and a session of a project (the agents/sessions API has its own tests). */
+export async function createAgentAndSession(deps: Deps, projectId: string, agent: { model?: string; tools?: unknown[]; system_prompt?: string; max_tokens?: number } = {}) {
+  const agentId = newId('agent');
+  await deps.db.query('INSERT INTO agents (id, project_id, name, model, tools, system_prompt, max_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+    agentId,
+    projectId,
+    'test agent',
+    agent.model ?? 'openai/gpt-4o-mini',
+    agent.tools ? JSON.stringify(agent.tools) : null,
+    agent.system_prompt ?? null,
+    agent.max_tokens ?? null,
+  ]);
+  const sessionId = newId('sess');
+  await deps.db.query('INSERT INTO sessions (id, project_id, agent_id) VALUES ($1, $2, $3)', [sessionId, projectId, agentId]);
+  return { agentId, sessionId, projectId };
+}
+
+/** Appends events under the session lock as the events API does, then signals the workflow. */
+export async function sendEvents(deps: Deps, session: { sessionId: string; agentId: string; projectId: string }, events: Array<{ type: string; content: unknown[] }>) {
+  let interruptRun: string | null = null;
+  await withTransaction(deps.db, async (client) => {
+    const locked = (await lockSession(client, session.sessionId))!;
+    const pending = new Set(locked.pending_tool_use_ids);
+    for (const event of events) {
+      if (event.type === 'user.tool_result') for (const block of event.content as Array<{ tool_use_id: string }>) pending.delete(block.tool_use_id);
+    }
+    await appendEvents(client, session.sessionId, events);
+    const startsRun = events.some((e) => e.type === 'user.message') && !locked.active_run_id;
+    if (events.some((e) => e.type === 'user.interrupt')) interruptRun = locked.active_run_id;
+    await client.query(
+      `UPDATE sessions SET pending_tool_use_ids = $2, active_run_id = COALESCE(active_run_id, $3), status = CASE WHEN $3::text IS NULL THEN status ELSE 'running' END WHERE id = $1`,
+      [session.sessionId, JSON.stringify([...pending]), startsRun ? newId('run') : null],
+    );
+  });
+  const ref = { id: session.sessionId, project_id: session.projectId, agent_id: session.agentId };
+  if (interruptRun) await signalSession(deps, ref, 'interrupt', interruptRun);
+  else await signalSession(deps, ref);
+}
+
+export async function listEvents(deps: Deps, sessionId: string): Promise<Array<Record<string, any>>> {
+  const { rows } = await deps.db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 ORDER BY created_at, seq`, [sessionId]);
+  return rows.map((row) => presentEvent(row, { includeThinking: true }));
+}
+
+/** Polls the log until `count` events of `type` exist (the way API clients wait for a reply). */
+export async function waitForEvent(deps: Deps, sessionId: string, type: string, count = 1, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const events = await listEvents(deps, sessionId);
+    const matching = events.filter((e) => e.type === type || (type === 'closing' && (e.type === 'session.status_idle' || e.type === 'session.error')));
+    if (matching.length >= count) return { events, event: matching[count - 1]! };
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${count}x ${type}; log: ${JSON.stringify(events.map((e) => e.type))}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export const text = (value: string) => [{ type: 'text', text: value }];

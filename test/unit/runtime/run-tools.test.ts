@@ -1,0 +1,57 @@
+import { modelTools, roleOf, searchDeferredTools, toolErrorEnvelope, validateToolInput } from '../../../src/domain/run-tools';
+import { buildConversation } from '../../../activities/run-context';
+
+const tools = [
+  { name: 'book', label: 'reservations', description: 'books a table', defer_loading: true, input_schema: { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'], additionalProperties: false } },
+  { name: 'weather', description: 'weather', input_schema: { type: 'object' } },
+  { type: 'echo', name: 'say' },
+  { type: 'knowledge_base', name: 'docs', collection_id: 'col_1' },
+];
+
+test('deferred tools are listed only once loaded; search_tools appears when any are deferred', () => {
+  expect(modelTools(tools, new Set(), { kbEnabled: true }).map((t) => t.name)).toEqual(['weather', 'say', 'docs_search', 'docs_fetch', 'search_tools']);
+  expect(modelTools(tools, new Set(['book']), { kbEnabled: false }).map((t) => t.name)).toEqual(['book', 'weather', 'say', 'search_tools']);
+});
+
+test('roles of called names', () => {
+  expect(roleOf(tools, 'book').kind).toBe('deferred');
+  expect(roleOf(tools, 'weather').kind).toBe('client');
+  expect(roleOf(tools, 'say').kind).toBe('echo');
+  expect(roleOf(tools, 'docs_fetch').kind).toBe('kb_fetch');
+  expect(roleOf(tools, 'search_tools').kind).toBe('search_tools');
+  expect(roleOf(tools, 'nope').kind).toBe('unknown');
+});
+
+test('search over deferred tools matches name, label and description words', () => {
+  expect(searchDeferredTools(tools, 'table').map((t) => t.name)).toEqual(['book']);
+  expect(searchDeferredTools(tools, 'weather')).toEqual([]);
+});
+
+test('strict input validation names the offending field', () => {
+  const schema = tools[0]!.input_schema!;
+  expect(validateToolInput(schema, { seats: 2 })).toBeUndefined();
+  expect(validateToolInput(schema, { seats: 'two' })).toEqual({ field: 'seats', message: 'seats must be of type integer' });
+  expect(validateToolInput(schema, {})).toEqual({ field: 'seats', message: 'missing required field seats' });
+  expect(validateToolInput(schema, { seats: 1, extra: true })).toEqual({ field: 'extra', message: 'unexpected field extra' });
+  expect(JSON.parse(toolErrorEnvelope('invalid_input', 'bad', { field: 'seats', retryable: true }))).toEqual({ error: { code: 'invalid_input', message: 'bad', field: 'seats', retryable: true } });
+});
+
+test('the event log becomes alternating messages; unanswered calls get a synthetic result', () => {
+  const event = (type: string, content: unknown[], seq: number) => ({ id: `e${seq}`, session_id: 's', seq: String(seq), type, content, attributes: {}, usage: null, error_code: null, run_id: null, processed_at: null, created_at: new Date(seq) });
+  const conversation = buildConversation({
+    agent: { id: 'a', model: 'm', system_prompt: 'be brief', temperature: null, max_tokens: null, reasoning_effort: null, tools: [], settings: null },
+    summary: 'earlier stuff',
+    events: [
+      event('user.message', [{ type: 'text', text: 'hi' }], 1),
+      event('system.message', [{ type: 'text', text: 'note' }], 2),
+      event('agent.message', [{ type: 'thought', text: 'hmm' }, { type: 'text', text: 'calling' }], 3),
+      event('agent.tool_use', [{ type: 'tool_use', id: 'c1', name: 'weather', input: {} }], 4),
+      event('user.message', [{ type: 'text', text: 'never mind' }], 5),
+    ],
+  });
+  expect(conversation.system.map((p) => p.text)).toEqual(['be brief', 'note']);
+  expect(conversation.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+  expect(conversation.messages[0]!.content).toHaveLength(2); // summary + hi
+  expect(conversation.messages[1]!.content.map((p) => p.type)).toEqual(['text', 'tool-call']);
+  expect(conversation.messages[2]!.content[0]).toMatchObject({ type: 'tool-result', tool_use_id: 'c1', is_error: true });
+});

@@ -1,0 +1,252 @@
+import {
+  CancellationScope,
+  ActivityCancellationType,
+  ApplicationFailure,
+  type RetryPolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  defineSignal,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT } from '../src/temporal/names';
+import type { SessionWorkflowInput } from '../src/temporal/session-signals';
+import { addUsage, isRunErrorCode, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
+import type { RunCycle } from '../activities/run-cycle';
+
+type ActiveCycle = Extract<RunCycle, { runId: string }>;
+
+/**
+ * One long-lived workflow per session (id `session/<session_id>`). It sleeps until the
+ * events API signals, then claims the work the event log holds and runs it: a run is a
+ * loop of model turns (activities); server-side tools run as activities; client tools
+ * pause the run until their results arrive. All I/O happens in activities; this code
+ * only decides what happens next, so replaying its history always takes the same path.
+ */
+export const eventsAppendedSignal = defineSignal<[string | null]>(SIGNAL_EVENTS_APPENDED);
+export const interruptSignal = defineSignal<[string | null]>(SIGNAL_INTERRUPT);
+
+// Retries have one owner: this policy. Client errors are non-retryable ApplicationFailures.
+const retry: RetryPolicy = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '20 seconds',
+  maximumAttempts: 4,
+  nonRetryableErrorTypes: ['invalid_tool_schema', 'toolset_incomplete', 'context_exceeded', 'internal_error'],
+};
+
+const bookkeeping = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
+});
+
+const modelActivities = (summary: string) =>
+  proxyActivities<Activities>({
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '30 seconds',
+    // An interrupt waits until the activity has aborted its upstream call.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry,
+    summary,
+  });
+
+type CycleEnd =
+  | { kind: 'stop'; stopReason: Exclude<StopReason, 'client_tool_use'> }
+  | { kind: 'error'; code: RunErrorCode }
+  | { kind: 'pause'; toolCalls: Array<{ id: string; name: string }> };
+
+export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void> {
+  const { sessionId } = input;
+  let signalled = true; // signalWithStart delivered the first signal
+  let currentRunId: string | undefined;
+  let currentScope: CancellationScope | undefined;
+  let interruptRequested = false;
+
+  setHandler(eventsAppendedSignal, () => {
+    signalled = true;
+  });
+  setHandler(interruptSignal, (runId) => {
+    if (!currentRunId || (runId && runId !== currentRunId)) return; // not the run in flight: nothing to cancel
+    interruptRequested = true;
+    currentScope?.cancel();
+  });
+
+  const setStatus = (status: string) => upsertSearchAttributes({ SessionStatus: [status] });
+
+  /** Runs turns until the run stops, fails or pauses for client tools. */
+  async function runCycle(cycle: ActiveCycle, turnsSoFar: number): Promise<{ end: CycleEnd; usage: RunUsage; contextTokens: number; turns: number }> {
+    let usage = zeroUsage();
+    let contextTokens = 0;
+    let turns = turnsSoFar;
+    if (cycle.toolsetError) return { end: { kind: 'error', code: cycle.toolsetError }, usage, contextTokens, turns };
+
+    const scope = new CancellationScope();
+    currentScope = scope;
+    let timedOut = false;
+    const timerScope = new CancellationScope();
+    void timerScope
+      .run(() => sleep(cycle.limits.runTimeoutMs))
+      .then(() => {
+        timedOut = true;
+        scope.cancel();
+      })
+      .catch(() => undefined);
+
+    try {
+      const end = await scope.run(async (): Promise<CycleEnd> => {
+        let compactedThisTurn = false;
+        for (;;) {
+          if (turns >= cycle.limits.maxIterations) return { kind: 'stop', stopReason: 'max_iterations' };
+          const turn = turns + 1;
+          setCurrentDetails(`Run ${cycle.runId}: turn ${turn} on ${cycle.model}`);
+          const outcome = await modelActivities(`turn ${turn} · ${cycle.model}`).callModel({ sessionId, runId: cycle.runId, turn, cycleKey: cycle.cycleKey });
+          usage = addUsage(usage, outcome.usage);
+          if (outcome.needsCompaction) {
+            if (compactedThisTurn) return { kind: 'error', code: 'context_exceeded' };
+            const compacted = await modelActivities(`compaction before turn ${turn}`).compactContext({ sessionId, runId: cycle.runId, turn });
+            usage = addUsage(usage, compacted.usage);
+            contextTokens = compacted.contextTokens;
+            if (!compacted.fits) return { kind: 'error', code: 'context_exceeded' };
+            compactedThisTurn = true;
+            continue;
+          }
+          compactedThisTurn = false;
+          turns = turn;
+          contextTokens = outcome.contextTokens;
+          if (outcome.stop !== 'tool_use') return { kind: 'stop', stopReason: outcome.stop };
+          for (const call of outcome.serverToolCalls) {
+            await modelActivities(`tool ${call.name}`).runServerTool({ sessionId, runId: cycle.runId, call });
+          }
+          if (outcome.clientToolCalls.length > 0) return { kind: 'pause', toolCalls: outcome.clientToolCalls };
+        }
+      });
+      return { end, usage, contextTokens, turns };
+    } catch (error) {
+      if (isCancellation(error)) {
+        const code: CycleEnd = timedOut
+          ? { kind: 'error', code: 'run_timeout' }
+          : interruptRequested
+            ? { kind: 'stop', stopReason: 'user_cancelled' }
+            : { kind: 'error', code: 'run_interrupted' };
+        return { end: code, usage, contextTokens, turns };
+      }
+      return { end: { kind: 'error', code: errorCodeOf(error) }, usage, contextTokens, turns };
+    } finally {
+      timerScope.cancel();
+      currentScope = undefined;
+    }
+  }
+
+  /** A run from its first cycle until it ends (pauses for client tools included). */
+  async function executeRun(first: ActiveCycle): Promise<void> {
+    let cycle = first;
+    let turns = 0;
+    currentRunId = cycle.runId;
+    interruptRequested = false;
+    setStatus('running');
+    for (;;) {
+      const result = await runCycle(cycle, turns);
+      turns = result.turns;
+      if (result.end.kind !== 'pause') {
+        await bookkeeping.finishRunCycle({
+          sessionId,
+          runId: cycle.runId,
+          cycleKey: cycle.cycleKey,
+          usage: result.usage,
+          contextTokens: result.contextTokens,
+          ...(result.end.kind === 'stop' ? { stopReason: result.end.stopReason } : { errorCode: result.end.code }),
+          endRun: true,
+        });
+        break;
+      }
+      await bookkeeping.finishRunCycle({
+        sessionId,
+        runId: cycle.runId,
+        cycleKey: cycle.cycleKey,
+        usage: result.usage,
+        contextTokens: result.contextTokens,
+        stopReason: 'client_tool_use',
+        toolCalls: result.end.toolCalls,
+        endRun: false,
+      });
+      setStatus('idle');
+      // Paused: wait for every pending result, an interrupt, or give up.
+      const next = await waitForToolResults(cycle);
+      if (next.kind !== 'resume') {
+        await bookkeeping.finishRunCycle({
+          sessionId,
+          runId: cycle.runId,
+          cycleKey: uuid4(),
+          usage: zeroUsage(),
+          contextTokens: result.contextTokens,
+          ...(next.kind === 'interrupted' ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_abandoned' as const }),
+          endRun: true,
+        });
+        break;
+      }
+      cycle = next.cycle;
+      setStatus('running');
+    }
+    currentRunId = undefined;
+  }
+
+  async function waitForToolResults(paused: ActiveCycle): Promise<{ kind: 'resume'; cycle: ActiveCycle } | { kind: 'interrupted' } | { kind: 'abandoned' }> {
+    let abandoned = false;
+    const timerScope = new CancellationScope();
+    void timerScope
+      .run(() => sleep(paused.limits.abandonAfterMs))
+      .then(() => {
+        abandoned = true;
+      })
+      .catch(() => undefined);
+    try {
+      for (;;) {
+        await condition(() => signalled || interruptRequested || abandoned);
+        if (interruptRequested) return { kind: 'interrupted' };
+        if (!signalled) return { kind: 'abandoned' };
+        signalled = false;
+        const cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+        if (cycle.kind === 'resume' && cycle.runId === paused.runId) return { kind: 'resume', cycle };
+      }
+    } finally {
+      timerScope.cancel();
+    }
+  }
+
+  for (;;) {
+    await condition(() => signalled || workflowInfo().continueAsNewSuggested);
+    if (signalled) {
+      signalled = false;
+      let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+      while (cycle.kind === 'start') {
+        await executeRun(cycle);
+        setStatus('idle');
+        // A message that arrived during the run starts the next one at once.
+        cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+      }
+    }
+    if (workflowInfo().continueAsNewSuggested && !signalled) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof sessionWorkflow>(input);
+    }
+  }
+}
+
+/** An activity failure's ApplicationFailure type names the run error code. */
+function errorCodeOf(error: unknown): RunErrorCode {
+  let cause: unknown = error;
+  while (cause && typeof cause === 'object') {
+    if (cause instanceof ApplicationFailure && isRunErrorCode(cause.type)) return cause.type;
+    if ((cause as { name?: string }).name === 'TimeoutFailure') return 'upstream_timeout';
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return 'internal_error';
+}
