@@ -57,6 +57,8 @@ export const ConfigSchema = z.object({
   RUN_ABANDON_AFTER_MS: z.coerce.number().int().min(100).default(24 * 60 * 60 * 1000),
   /** Interval of the worker's reconciler that re-signals sessions with unprocessed events (ms). */
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+  /** Interval of keep-alive comments on the session event stream (ms). */
+  EVENT_STREAM_KEEPALIVE_MS: z.coerce.number().int().min(50).default(15000),
   /** OpenAI-compatible embeddings endpoint for semantic search; keyword-only when unset. */
   EMBEDDINGS_URL: optionalString,
   EMBEDDINGS_MODEL: optionalString,

@@ -13,6 +13,11 @@ import { oauthRouter } from './routes/oauth';
 import { sitesRouter } from './routes/sites';
 import { analyticsRouter } from './routes/analytics';
 import { kbRouter } from './routes/kb';
+import { agentsRouter } from './routes/agents';
+import { sessionsRouter } from './routes/sessions';
+import { eventsRouter } from './routes/events';
+import { eventStreamRouter } from './routes/event-stream';
+import { browserTokensRouter } from './routes/browser-tokens';
 import type { AppContext, AppState } from './types';
 
 export type AnyRouter = Router<AppState, AppContext>;
@@ -42,6 +47,11 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
     chatCompletionsRouter(deps),
     messagesRouter(deps),
     kbRouter(deps),
+    agentsRouter(deps),
+    sessionsRouter(deps),
+    eventsRouter(deps),
+    eventStreamRouter(deps),
+    browserTokensRouter(deps),
     oauthRouter(deps),
     sitesRouter(deps),
     analyticsRouter(deps),

@@ -6,6 +6,11 @@
 export interface Embedder {
   /** Identifies the vector space; stored with each document so kNN never mixes models. */
   readonly model: string;
+  /**
+   * Cosine similarity below which a kNN neighbour is not a match. kNN always finds k
+   * neighbours, however unrelated; the floor keeps those out of the fused ranking.
+   */
+  readonly minSimilarity: number;
   /** One vector per text, in order. */
   embed(texts: string[], purpose: 'document' | 'query'): Promise<number[][]>;
   close?(): Promise<void>;

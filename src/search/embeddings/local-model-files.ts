@@ -20,6 +20,8 @@ export const LOCAL_MODEL = {
   id: 'all-MiniLM-L6-v2-onnx-int8',
   dimensions: 384,
   maxTokens: 256,
+  // For this model unrelated texts score about -0.1..0.2 and paraphrases 0.5 and up.
+  minSimilarity: 0.3,
   files: [
     {
       name: 'model.onnx',

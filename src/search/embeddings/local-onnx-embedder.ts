@@ -18,6 +18,7 @@ type Pending = { resolve: (vectors: number[][]) => void; reject: (error: Error) 
  */
 export class LocalOnnxEmbedder implements Embedder {
   readonly model = LOCAL_MODEL.id;
+  readonly minSimilarity = LOCAL_MODEL.minSimilarity;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
 

@@ -14,6 +14,9 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     private readonly settings: { url: string; model: string; apiKey?: string; fetch: typeof fetch; timeoutMs: number },
   ) {}
 
+  // Unknown model: a conservative floor that only drops clearly unrelated neighbours.
+  readonly minSimilarity = 0.2;
+
   get model(): string {
     return `openai-compatible:${this.settings.model}`;
   }

@@ -121,3 +121,15 @@ test('a pause nobody answers ends with session.error run_abandoned', async () =>
   const events = await listEvents(api.deps, session.sessionId);
   expect(events.filter((e) => e.type === 'session.status_idle')[0]!.stop_reason).toBe('client_tool_use');
 });
+
+test('the recorded history of a paused-and-resumed run replays deterministically against the current code', async () => {
+  const { replaySession } = await import('../../../src/temporal/replay');
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'lookup', input_schema: { type: 'object' } }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:lookup {"q":"x"}]]') }]);
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const id = events.find((e) => e.type === 'agent.tool_use')!.content[0].id;
+  await sendEvents(api.deps, session, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: id, content: 'found' }] }]);
+  await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  const result = await replaySession(await api.deps.temporal.get(), session.sessionId);
+  expect(result.events).toBeGreaterThan(10);
+});

@@ -1,0 +1,101 @@
+import Router from '@koa/router';
+import { PassThrough } from 'node:stream';
+import { z } from 'zod';
+import type { Deps } from '../../deps';
+import { authenticate } from '../../auth/middleware';
+import { queryBoolean } from '../../domain/fields';
+import { eventsAfterSeq, findEventPosition, lastEventSeq } from '../../store/event-queries';
+import { SessionEventHub } from '../../store/event-notifications';
+import { presentEvent } from '../../store/events';
+import { badRequest } from '../errors';
+import { rateLimit } from '../middleware/rate-limit';
+import type { AppContext, AppState } from '../types';
+import { parseInput } from '../validate';
+import { EVENT_CREDENTIALS } from './events';
+import { loadAccessibleSession } from './session-access';
+
+const StreamQuerySchema = z.strictObject({ include_thinking: queryBoolean.default(false) });
+
+/** Client reconnection delay announced to EventSource clients (ms). */
+const RETRY_MS = 3000;
+
+const hubs = new WeakMap<Deps, SessionEventHub>();
+function hubFor(deps: Deps): SessionEventHub {
+  let hub = hubs.get(deps);
+  if (!hub) hubs.set(deps, (hub = new SessionEventHub(deps.config.DATABASE_URL, deps.logger)));
+  return hub;
+}
+
+/**
+ * GET /v1beta1/sessions/{id}/events/stream: Server-Sent Events of the events appended
+ * after the stream opens, or after the event named by `Last-Event-ID`. Each message has
+ * `id: <event id>` and `data: <event JSON>` (the listing's shape); comment lines keep idle
+ * connections open through proxies.
+ */
+export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
+  const router = new Router<AppState, AppContext>();
+  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions', accept: EVENT_CREDENTIALS })];
+
+  router.get('/v1beta1/sessions/:session_id/events/stream', ...guard, async (ctx) => {
+    const query = parseInput(StreamQuerySchema, ctx.query, 'query');
+    const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
+    const lastEventId = ctx.get('last-event-id').trim();
+    let resumeSeq: string | undefined;
+    if (lastEventId) {
+      resumeSeq = (await findEventPosition(deps.db, session.id, lastEventId))?.seq;
+      if (!resumeSeq) throw badRequest(`Last-Event-ID: '${lastEventId}' is not an event of this session`, 'Last-Event-ID');
+    }
+
+    const out = new PassThrough();
+    let lastSeq = '0';
+    let closed = false;
+    let draining = Promise.resolve();
+    let again = false;
+    let keepAlive: NodeJS.Timeout | undefined;
+    let unsubscribe: (() => void) | undefined;
+
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      clearInterval(keepAlive);
+      unsubscribe?.();
+      out.end();
+    };
+    // Reads everything after lastSeq; notifications arriving meanwhile trigger one more pass.
+    const drain = () => {
+      if (closed) return;
+      again = true;
+      draining = draining.then(async () => {
+        while (again && !closed) {
+          again = false;
+          for (;;) {
+            const rows = await eventsAfterSeq(deps.db, session.id, lastSeq);
+            for (const row of rows) {
+              if (closed) return;
+              out.write(`id: ${row.id}\ndata: ${JSON.stringify(presentEvent(row, { includeThinking: query.include_thinking }))}\n\n`);
+              lastSeq = row.seq;
+            }
+            if (rows.length < 500) break;
+          }
+        }
+      }).catch((error) => {
+        ctx.state.log.warn({ err: error, session_id: session.id }, 'event stream read failed; closing the stream');
+        close();
+      });
+    };
+
+    // Listen before reading the baseline, so nothing appended in between is missed.
+    unsubscribe = await hubFor(deps).subscribe(session.id, { onAppend: drain, onLost: close });
+    lastSeq = resumeSeq ?? (await lastEventSeq(deps.db, session.id));
+
+    ctx.res.on('close', close);
+    ctx.status = 200;
+    ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    ctx.body = out;
+    out.write(`retry: ${RETRY_MS}\n: stream open\n\n`);
+    keepAlive = setInterval(() => out.write(': keep-alive\n\n'), deps.config.EVENT_STREAM_KEEPALIVE_MS);
+    drain();
+  });
+
+  return router;
+}

@@ -1,0 +1,113 @@
+import Router from '@koa/router';
+import type { Deps } from '../../deps';
+import { authenticate } from '../../auth/middleware';
+import { canAccessProject, requireProjectAccess } from '../../auth/tenancy';
+import { reasoningEffortError } from '../../domain/agents';
+import { decodeCursor, encodeCursor } from '../../domain/cursor';
+import { SessionCreateSchema, SessionListQuerySchema } from '../../domain/sessions';
+import { findAgent, findAgentsByIds } from '../../store/agents';
+import { withTransaction } from '../../store/db';
+import { lockSession } from '../../store/events';
+import { newId } from '../../store/ids';
+import { archiveSession, insertSession, listSessions, presentSession, softDeleteSession } from '../../store/sessions';
+import { signalSession } from '../../temporal/session-signals';
+import { badRequest, conflict, notFound } from '../errors';
+import { jsonBody } from '../middleware/json-body';
+import { rateLimit } from '../middleware/rate-limit';
+import type { AppContext, AppState } from '../types';
+import { parseInput } from '../validate';
+import { loadAccessibleSession } from './session-access';
+
+/**
+ * Sessions: create (bound to an agent, inheriting its project), read with the resolved
+ * agent, list (keyset pages, newest first), archive, delete (soft).
+ */
+export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
+  const router = new Router<AppState, AppContext>();
+  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions' })];
+
+  router.post('/v1/sessions', ...guard, jsonBody(deps.config.BODY_LIMIT_BYTES), async (ctx) => {
+    const input = parseInput(SessionCreateSchema, ctx.request.body);
+    const principal = ctx.state.principal!;
+    const agent = await findAgent(deps.db, input.agent.id);
+    if (!agent || !(await canAccessProject(deps.db, principal, agent.project_id))) throw notFound('agent');
+    if (input.agent.version !== undefined && input.agent.version !== agent.version) {
+      throw conflict(`agent.version ${input.agent.version} is not the agent's current version ${agent.version}`);
+    }
+    const effort = input.reasoning_effort || null;
+    if (effort) {
+      const error = reasoningEffortError(agent.model, effort);
+      if (error) throw badRequest(`reasoning_effort: ${error}`, 'reasoning_effort');
+    }
+    const row = await insertSession(deps.db, {
+      id: newId('sesn'),
+      projectId: agent.project_id,
+      agentId: agent.id,
+      title: input.title ?? null,
+      reasoningEffort: effort,
+      metadata: input.metadata ?? {},
+      ownerId: input.owner_id ?? null,
+      clientId: principal.clientId ?? null,
+    });
+    ctx.status = 201;
+    ctx.body = presentSession(row, agent);
+  });
+
+  router.get('/v1/sessions', ...guard, async (ctx) => {
+    const query = parseInput(SessionListQuerySchema, ctx.query, 'query');
+    await requireProjectAccess(deps.db, ctx.state.principal!, query.project_id);
+    const list = `sessions:${query.project_id}`;
+    const cursor = query.page === undefined ? undefined : decodeCursor(query.page, list);
+    if (query.page !== undefined && !cursor) throw badRequest('page: not a cursor returned by this listing', 'page');
+    const rows = await listSessions(
+      deps.db,
+      {
+        projectId: query.project_id,
+        agentId: query.agent_id,
+        metadata: query.metadata_key !== undefined ? { key: query.metadata_key, value: query.metadata_value! } : undefined,
+        includeArchived: query.include_archived,
+      },
+      query.limit + 1,
+      cursor && { at: cursor.at, id: cursor.key },
+    );
+    const page = rows.slice(0, query.limit);
+    const agents = await findAgentsByIds(deps.db, page.map((row) => row.agent_id));
+    const last = page[page.length - 1];
+    ctx.body = {
+      data: page.map((row) => presentSession(row, agents.get(row.agent_id)!)),
+      next_page: rows.length > query.limit && last ? encodeCursor({ list, at: last.cursor_at, key: last.id }) : null,
+    };
+  });
+
+  router.get('/v1/sessions/:session_id', ...guard, async (ctx) => {
+    const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
+    const agents = await findAgentsByIds(deps.db, [session.agent_id]);
+    ctx.body = presentSession(session, agents.get(session.agent_id)!);
+  });
+
+  router.post('/v1/sessions/:session_id/archive', ...guard, async (ctx) => {
+    const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
+    const archived = await archiveSession(deps.db, session.id);
+    if (!archived) throw notFound('session');
+    const agents = await findAgentsByIds(deps.db, [session.agent_id]);
+    ctx.body = presentSession(archived, agents.get(session.agent_id)!);
+  });
+
+  router.delete('/v1/sessions/:session_id', ...guard, async (ctx) => {
+    const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
+    const runId = await withTransaction(deps.db, async (client) => {
+      const locked = await lockSession(client, session.id);
+      await softDeleteSession(client, session.id);
+      return locked?.active_run_id ?? null;
+    });
+    // A run in flight is asked to stop; if the signal fails the run ends on its own timer.
+    if (runId) {
+      await signalSession(deps, session, 'interrupt', runId).catch((error) =>
+        ctx.state.log.warn({ err: error, session_id: session.id }, 'could not interrupt the run of a deleted session'),
+      );
+    }
+    ctx.status = 204;
+  });
+
+  return router;
+}

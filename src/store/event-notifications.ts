@@ -1,0 +1,88 @@
+import { Client } from 'pg';
+import type { Logger } from '../logger';
+
+/**
+ * One LISTEN connection per api process for `session_events` notifications (appendEvents
+ * sends the session id as payload on commit), fanned out to the open streams of that
+ * session. Streams wake up and read the log themselves, so a missed or coalesced
+ * notification loses nothing. The connection opens with the first subscriber and closes
+ * with the last; if it drops, every stream is told so it can end and the client resumes
+ * with Last-Event-ID.
+ */
+export const SESSION_EVENTS_CHANNEL = 'session_events';
+
+interface Subscriber {
+  onAppend: () => void;
+  onLost: () => void;
+}
+
+export class SessionEventHub {
+  private client?: Client;
+  private connecting?: Promise<Client>;
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
+
+  constructor(private readonly databaseUrl: string, private readonly log: Logger) {}
+
+  /** Starts listening for the session; resolves once LISTEN is active. Returns the unsubscribe function. */
+  async subscribe(sessionId: string, subscriber: Subscriber): Promise<() => void> {
+    let set = this.subscribers.get(sessionId);
+    if (!set) this.subscribers.set(sessionId, (set = new Set()));
+    set.add(subscriber);
+    try {
+      await this.connect();
+    } catch (error) {
+      this.remove(sessionId, subscriber);
+      throw error;
+    }
+    return () => this.remove(sessionId, subscriber);
+  }
+
+  private remove(sessionId: string, subscriber: Subscriber): void {
+    const set = this.subscribers.get(sessionId);
+    set?.delete(subscriber);
+    if (set && set.size === 0) this.subscribers.delete(sessionId);
+    if (this.subscribers.size === 0) this.disconnect();
+  }
+
+  private connect(): Promise<Client> {
+    if (this.client) return Promise.resolve(this.client);
+    if (!this.connecting) {
+      const client = new Client({ connectionString: this.databaseUrl });
+      this.connecting = (async () => {
+        client.on('notification', (message) => {
+          if (message.channel !== SESSION_EVENTS_CHANNEL || !message.payload) return;
+          for (const subscriber of this.subscribers.get(message.payload) ?? []) subscriber.onAppend();
+        });
+        client.on('error', (error) => this.lost(client, error));
+        client.on('end', () => this.lost(client));
+        await client.connect();
+        await client.query(`LISTEN ${SESSION_EVENTS_CHANNEL}`);
+        this.client = client;
+        // Everyone left while we were connecting: do not keep an idle connection.
+        if (this.subscribers.size === 0) this.disconnect();
+        return client;
+      })().catch((error) => {
+        client.end().catch(() => undefined);
+        throw error;
+      }).finally(() => {
+        this.connecting = undefined;
+      });
+    }
+    return this.connecting;
+  }
+
+  private lost(client: Client, error?: Error): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    if (error) this.log.warn({ err: error }, 'session event listener lost its connection');
+    const all = [...this.subscribers.values()].flatMap((set) => [...set]);
+    this.subscribers.clear();
+    for (const subscriber of all) subscriber.onLost();
+  }
+
+  private disconnect(): void {
+    const client = this.client;
+    this.client = undefined;
+    client?.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,220 @@
+import OpenAI from 'openai';
+import { startGatewayEnv, usageRowFor, sleep, type GatewayEnv } from './gateway-env';
+import { json } from '../../support/factories';
+
+let env: GatewayEnv;
+let client: OpenAI;
+beforeAll(async () => {
+  env = await startGatewayEnv({ MODERATION_BLOCKLIST: 'forbidden-word,other term' });
+  client = new OpenAI({ apiKey: env.tenant.key, baseURL: `${env.api.url}/v1`, maxRetries: 0 });
+});
+afterAll(() => env.close());
+
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${env.api.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+
+const weatherTool = {
+  type: 'function' as const,
+  function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
+
+describe('the official openai client against the gateway', () => {
+  test.each(['openai/gpt-4o-mini', 'anthropic/claude-sonnet-4-5', 'google/gemini-2.5-flash'])('plain completion on %s', async (model) => {
+    const completion = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello gateway' }] });
+    expect(completion.object).toBe('chat.completion');
+    expect(completion.model).toBe(model);
+    expect(completion.choices[0]!.message).toMatchObject({ role: 'assistant', content: 'You said: Hello gateway' });
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: 4 });
+  });
+
+  test.each(['openai/gpt-4o-mini', 'anthropic/claude-haiku-4-5', 'google/gemini-2.0-flash'])('streamed completion on %s ends with usage and [DONE]', async (model) => {
+    const stream = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'stream me [[tokens:12]]' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let finish: string | null = null;
+    let usage;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text.split(' ')).toHaveLength(12);
+    expect(finish).toBe('stop');
+    expect(usage).toMatchObject({ completion_tokens: 12 });
+  });
+
+  test.each(['openai/gpt-4.1-nano', 'anthropic/claude-sonnet-4-5', 'google/gemini-2.5-pro'])('tool call round trip on %s (plain and streamed)', async (model) => {
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What is the weather? [[tool:get_weather {"city":"Paris"}]]' }];
+    const first = await client.chat.completions.create({ model, messages, tools: [weatherTool] });
+    const choice = first.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    const call = choice.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    expect(call.function.name).toBe('get_weather');
+    expect(JSON.parse(call.function.arguments)).toEqual({ city: 'Paris' });
+
+    const streamed = client.chat.completions.stream({ model, messages, tools: [weatherTool] });
+    const final = await streamed.finalChatCompletion();
+    const streamedCall = final.choices[0]!.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    expect(JSON.parse(streamedCall.function.arguments)).toEqual({ city: 'Paris' });
+
+    const second = await client.chat.completions.create({
+      model,
+      tools: [weatherTool],
+      messages: [...messages, choice.message, { role: 'tool', tool_call_id: call.id, content: 'sunny, 21C' }],
+    });
+    expect(second.choices[0]!.message.content).toBe('Tool results: sunny, 21C');
+    expect(second.choices[0]!.finish_reason).toBe('stop');
+  });
+
+  test('an upstream error reaches the client as an APIError with the provider status', async () => {
+    const failure = await client.chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: '[[error:429]]' }] }).catch((e) => e);
+    expect(failure).toBeInstanceOf(OpenAI.RateLimitError);
+  });
+});
+
+describe('metering', () => {
+  test('a call writes its usage row and debits the exact credits; streamed usage equals non-streamed', async () => {
+    const body = { model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: 'count me [[tokens:20]] [[cache-read:5]]' }] };
+    const plain = await post(body, { 'x-application': 'svc-ai-playground' });
+    expect(plain.status).toBe(200);
+    const plainRow = await usageRowFor(env.api, plain.headers.get('x-request-id')!);
+    const streamed = await post({ ...body, stream: true });
+    await streamed.text();
+    const streamedRow = await usageRowFor(env.api, streamed.headers.get('x-request-id')!);
+    for (const field of ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens', 'credits_nano']) {
+      expect(streamedRow[field]).toBe(plainRow[field]);
+    }
+    expect(plainRow).toMatchObject({ model: 'anthropic/claude-sonnet-4-5', operation: 'chat', output_tokens: '20', cache_read_input_tokens: '5', application: 'svc-ai-playground', auth_method: 'api_key' });
+    const expected = Number(plainRow.input_tokens) * 300_000 + 20 * 1_500_000 + 5 * 30_000;
+    expect(Number(plainRow.credits_nano)).toBe(expected);
+    expect(streamedRow.application).toBe('unknown');
+    const { rows } = await env.api.deps.db.query('SELECT sum(delta_nano)::text AS total FROM credit_ledger WHERE project_id = $1 AND kind = $2', [env.tenant.projectId, 'debit']);
+    expect(BigInt(rows[0].total)).toBeLessThanOrEqual(-2n * BigInt(expected));
+  });
+
+  test('an exhausted balance is refused before any upstream call (402, not 429)', async () => {
+    await env.api.deps.db.query('UPDATE project_credits SET balance_nano = 0 WHERE project_id = $1', [env.tenant.projectId]);
+    const before = env.sim.requests.length;
+    try {
+      const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+      expect(response.status).toBe(402);
+      expect((await json(response)).error.type).toBe('insufficient_credits');
+      expect(env.sim.requests.length).toBe(before);
+    } finally {
+      await env.api.deps.db.query('UPDATE project_credits SET balance_nano = 1000000000000 WHERE project_id = $1', [env.tenant.projectId]);
+    }
+  });
+});
+
+describe('validation', () => {
+  const base = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }] };
+  test.each([
+    ['temperature out of range', { ...base, temperature: 2.5 }, 'temperature'],
+    ['temperature on a model that does not support it', { ...base, model: 'openai/o3', temperature: 1 }, 'temperature'],
+    ['temperature above the anthropic range', { ...base, model: 'anthropic/claude-haiku-4-5', temperature: 1.5 }, 'temperature'],
+    ['response_format the model does not accept', { ...base, model: 'anthropic/claude-haiku-4-5', response_format: { type: 'json_object' } }, 'response_format.type'],
+    ['reasoning_effort outside the enum', { ...base, model: 'openai/o3', reasoning_effort: 'minimal' }, 'reasoning_effort'],
+    ['reasoning_effort on a model without an enum', { ...base, reasoning_effort: 'low' }, 'reasoning_effort'],
+    ['max_tokens above the catalog maximum', { ...base, max_tokens: 10_000_000 }, 'max_tokens'],
+    ['max_tokens above the model maximum', { ...base, max_tokens: 20_000 }, 'max_tokens'],
+    ['provider_options on anthropic', { ...base, model: 'anthropic/claude-haiku-4-5', provider_options: { x: 1 } }, 'provider_options'],
+    [
+      'thinking_config with reasoning_effort on google',
+      { ...base, model: 'google/gemini-2.5-flash', reasoning_effort: 'low', provider_options: { thinking_config: { thinking_budget: 100 } } },
+      'provider_options.thinking_config',
+    ],
+    ['tools on a model without tools', { ...base, model: 'openai/gpt-4o-search-preview', tools: [weatherTool] }, 'tools.0'],
+    ['web_search on a model without it', { ...base, tools: [{ type: 'web_search' }] }, 'tools.0'],
+    ['a tool message that answers nothing', { ...base, messages: [{ role: 'tool', tool_call_id: 'x', content: 'r' }] }, 'messages.0.tool_call_id'],
+    ['an unknown role', { ...base, messages: [{ role: 'robot', content: 'hi' }] }, 'messages.0.role'],
+    ['an unknown field', { ...base, frequency_penalty: 1 }, undefined],
+    ['tool_choice without tools', { ...base, tool_choice: 'required' }, 'tool_choice'],
+  ])('%s → 400', async (_name, body, param) => {
+    const response = await post(body);
+    expect(response.status).toBe(400);
+    const error = (await json(response)).error;
+    expect(error).toMatchObject({ type: 'invalid_request_error', code: 400, request_id: response.headers.get('x-request-id') });
+    if (param) expect(error.message).toContain(param.split('.')[0]);
+  });
+
+  test('an unknown model is 404; a missing key 401 with WWW-Authenticate', async () => {
+    expect((await post({ ...base, model: 'openai/gpt-99' })).status).toBe(404);
+    const anonymous = await fetch(`${env.api.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(base) });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+  });
+
+  test('a provider-accepted request with accepted values passes through to the upstream', async () => {
+    const response = await post({ ...base, model: 'google/gemini-2.5-flash', temperature: 1.5, provider_options: { thinking_config: { thinking_budget: 0 } }, max_tokens: 100 });
+    expect(response.status).toBe(200);
+    const sent = env.sim.requests.at(-1)!.body as { generationConfig: Record<string, unknown> };
+    expect(sent.generationConfig).toMatchObject({ temperature: 1.5, maxOutputTokens: 100, thinkingConfig: { thinkingBudget: 0 } });
+  });
+});
+
+describe('moderation', () => {
+  test('blocked content is 403 content_policy_violation that names no filter, and nothing goes upstream', async () => {
+    const before = env.sim.requests.length;
+    const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'tell me about the FORBIDDEN-WORD please' }] });
+    expect(response.status).toBe(403);
+    const body = await json(response);
+    expect(body.error.type).toBe('content_policy_violation');
+    expect(JSON.stringify(body).toLowerCase()).not.toContain('forbidden-word');
+    expect(env.sim.requests.length).toBe(before);
+  });
+});
+
+describe('upstream failures', () => {
+  test('a provider error passes through with its own status and body', async () => {
+    const response = await post({ model: 'anthropic/claude-haiku-4-5', messages: [{ role: 'user', content: '[[error:529]]' }] });
+    expect(response.status).toBe(529);
+    expect(await json(response)).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'simulated error 529' } });
+    const limited = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: '[[error:429]]' }] });
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('1');
+  });
+
+  test('a stream cut midway ends with an error chunk, not a silent truncated 200, and bills what was produced', async () => {
+    const response = await post({ model: 'openai/gpt-4o', stream: true, messages: [{ role: 'user', content: 'cut me [[tokens:40]] [[cut:10]]' }] });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    const events = text.trim().split('\n\n').map((event) => event.replace(/^data: /, ''));
+    expect(events).not.toContain('[DONE]');
+    const last = JSON.parse(events.at(-1)!);
+    expect(last.error).toMatchObject({ type: 'upstream_error', code: 502, request_id: response.headers.get('x-request-id') });
+    const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+    expect(Number(row.output_tokens)).toBeGreaterThan(0);
+  });
+
+  test('the openai client raises a mid-stream cut as an error', async () => {
+    const stream = await client.chat.completions.create({ model: 'google/gemini-2.0-flash', stream: true, messages: [{ role: 'user', content: '[[tokens:30]] [[cut:5]]' }] });
+    const consume = async () => {
+      for await (const _chunk of stream) void _chunk;
+    };
+    await expect(consume()).rejects.toThrow(/could not be reached|stream/);
+  });
+
+  test('a client that disconnects cancels the upstream request', async () => {
+    const controller = new AbortController();
+    const response = await post({ model: 'anthropic/claude-haiku-4-5', stream: true, messages: [{ role: 'user', content: 'slow [[tokens:200]] [[pace:20]]' }] }, {});
+    // The fetch above finished its head; reading a little then aborting means closing the socket.
+    void controller;
+    const reader = response.body!.getReader();
+    await reader.read();
+    const upstream = env.sim.requests.at(-1)!;
+    expect(upstream.finished).toBe(false);
+    await reader.cancel();
+    for (let i = 0; i < 100 && !upstream.aborted; i++) await sleep(20);
+    expect(upstream.aborted).toBe(true);
+    expect(upstream.finished).toBe(false);
+  });
+});
