@@ -139,7 +139,7 @@ async function main(): Promise<void> {
     ];
     const results = [];
     for (const scenario of scenarios) {
-      const query = new URLSearchParams(Object.entries({ project_id: PROJECT, ...scenario.params }).map(([k, v]) => [k, String(v)]));
+      const query = new URLSearchParams(Object.entries({ project_id: PROJECT, ...scenario.params }).map(([k, v]): [string, string] => [k, String(v)]));
       const timings: number[] = [];
       let requests = 0;
       for (let i = 0; i < ITERATIONS + 3; i++) {

@@ -12,6 +12,7 @@ import { messagesRouter } from './routes/messages';
 import { oauthRouter } from './routes/oauth';
 import { sitesRouter } from './routes/sites';
 import { analyticsRouter } from './routes/analytics';
+import { mcpRouter } from './routes/mcp';
 import { kbRouter } from './routes/kb';
 import { agentsRouter } from './routes/agents';
 import { sessionsRouter } from './routes/sessions';
@@ -55,6 +56,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
     oauthRouter(deps),
     sitesRouter(deps),
     analyticsRouter(deps),
+    mcpRouter(deps),
     ...(options.extraRouters ?? []),
   ];
   for (const router of routers) app.use(router.routes());

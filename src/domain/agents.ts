@@ -54,9 +54,9 @@ const skills = z.array(openObject).max(AGENT_LIMITS.skills, `must have at most $
 const tools = toolsSchema(AGENT_LIMITS.tools);
 const projectId = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(AGENT_LIMITS.projectIdChars);
 
-const cannotClear = (field: string) => (v: unknown) => v !== null || field === '';
+/** PATCH fields that may change but never be cleared: null is a 400 naming the field. */
 const notNull = <T extends z.ZodType>(schema: T, field: string) =>
-  schema.nullable().optional().refine(cannotClear(''), `${field} cannot be cleared`);
+  schema.nullable().optional().refine((v) => v !== null, `${field} cannot be cleared`);
 
 export const AgentCreateSchema = z.strictObject({
   type: z.literal('agent').optional(),

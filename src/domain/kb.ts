@@ -106,16 +106,26 @@ const absoluteUri = z
   .max(KB_LIMITS.uriChars)
   .refine((v) => URL.canParse(v), 'must be an absolute URL');
 
-const metadataKey = z
-  .string()
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9_:-]{0,127}$/, 'metadata keys are 1-128 characters from A-Z a-z 0-9 _ : - and may not start with : or -');
+/** An object whose keys must match `pattern`; a bad key is reported by name (zod's own message does not say why). */
+function keyedRecord<V extends z.ZodType>(pattern: RegExp, keyRule: string, value: V) {
+  return z.record(z.string(), value).superRefine((record, ctx) => {
+    for (const key of Object.keys(record)) {
+      if (!pattern.test(key)) ctx.addIssue({ code: 'custom', path: [key], message: `invalid key '${key}': ${keyRule}` });
+    }
+  });
+}
+
+const METADATA_KEY = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,127}$/;
+const METADATA_KEY_RULE = 'metadata keys are 1-128 characters from A-Z a-z 0-9 _ : - and start with a letter, digit or _';
 const metadataValue = z.string().max(KB_LIMITS.metadataValueChars);
 
-export const DocumentMetadataSchema = z
-  .record(metadataKey, z.union([metadataValue, z.array(metadataValue).max(KB_LIMITS.metadataValues)], {
+export const DocumentMetadataSchema = keyedRecord(
+  METADATA_KEY,
+  METADATA_KEY_RULE,
+  z.union([metadataValue, z.array(metadataValue).max(KB_LIMITS.metadataValues)], {
     error: 'metadata values must be strings or arrays of strings',
-  }))
-  .refine((v) => Object.keys(v).length <= KB_LIMITS.metadataKeys, `at most ${KB_LIMITS.metadataKeys} metadata keys`);
+  }),
+).refine((v) => Object.keys(v).length <= KB_LIMITS.metadataKeys, `at most ${KB_LIMITS.metadataKeys} metadata keys`);
 
 export const DocumentIdSchema = z
   .string()
@@ -174,7 +184,7 @@ export const SearchFiltersSchema = z.strictObject({
   type: oneOrMany.optional(),
   uri: oneOrMany.optional(),
   language: oneOrMany.transform((v) => v.map((x) => x.toLowerCase())).optional(),
-  metadata: z.record(metadataKey, oneOrMany).optional(),
+  metadata: keyedRecord(METADATA_KEY, METADATA_KEY_RULE, oneOrMany).optional(),
   created_at: DateRangeSchema.optional(),
   modified_at: DateRangeSchema.optional(),
 });
@@ -255,8 +265,7 @@ export const SearchRequestSchema = z.strictObject({
     .transform((v) => (v ? v : undefined)),
   filters: SearchFiltersSchema.optional(),
   sort: SortSchema.optional(),
-  aggregations: z
-    .record(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'aggregation names are 1-64 characters from A-Z a-z 0-9 _ -'), AggregationSchema)
+  aggregations: keyedRecord(/^[A-Za-z0-9_-]{1,64}$/, 'aggregation names are 1-64 characters from A-Z a-z 0-9 _ -', AggregationSchema)
     .refine((v) => Object.keys(v).length <= KB_LIMITS.aggregations, `at most ${KB_LIMITS.aggregations} aggregations`)
     .optional(),
   top_n: z.number().int().min(1).max(KB_LIMITS.topNMax).default(KB_LIMITS.topNDefault),

@@ -12,7 +12,7 @@ export class ProviderError extends Error {
 
   constructor(message: string, options: { provider: ProviderName; model: string; retryable: boolean; cause?: unknown }) {
     super(message, { cause: options.cause });
-    this.name = 'ProviderError';
+    this.name = new.target.name;
     this.provider = options.provider;
     this.model = options.model;
     this.retryable = options.retryable;
@@ -38,7 +38,6 @@ export class UpstreamHttpError extends ProviderError {
 
   constructor(message: string, info: UpstreamResponseInfo & { provider: ProviderName; model: string }) {
     super(message, { provider: info.provider, model: info.model, retryable: isRetryableStatus(info.status) });
-    this.name = 'UpstreamHttpError';
     this.status = info.status;
     this.body = info.body;
     this.contentType = info.contentType;
@@ -105,4 +104,16 @@ export function parseJsonBody(body: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What a broken stream reports: our own typed errors as they are, the caller's abort as
+ * is, anything else (a reset socket, undici's "terminated") as a connection error. No
+ * `instanceof Error` check: errors from Node internals can come from another realm.
+ */
+export function streamFailure(error: unknown, provider: ProviderName, model: string): Error {
+  if (error instanceof ProviderError) return error;
+  const name = (error as { name?: unknown } | null)?.name;
+  if (name === 'AbortError') return error as Error;
+  return new UpstreamConnectionError(`the ${provider} stream broke`, { provider, model, retryable: true, cause: error });
 }

@@ -24,8 +24,8 @@ export const KB_MAPPINGS: estypes.MappingTypeMapping = {
   properties: {
     collection_id: { type: 'keyword' },
     doc_id: { type: 'keyword' },
-    title: { type: 'text', analyzer: 'standard', fields: { keyword: { type: 'keyword', ignore_above: 1024 } } },
-    content: { type: 'text', analyzer: 'standard' },
+    title: { type: 'text', analyzer: 'kb_text', fields: { keyword: { type: 'keyword', ignore_above: 1024 } } },
+    content: { type: 'text', analyzer: 'kb_text' },
     type: { type: 'keyword' },
     uri: { type: 'keyword' },
     language: { type: 'keyword' },
@@ -51,6 +51,9 @@ export async function ensureKbIndex(client: SearchClient, options: { prefix: str
           number_of_shards: options.shards,
           number_of_replicas: options.replicas,
           'index.highlight.max_analyzed_offset': MAX_ANALYZED_OFFSET,
+          // The standard analyzer plus English stop words, so "the" or "at" neither match nor
+          // rank. (Stemmers live in the analysis-common module, which a minimal node lacks.)
+          analysis: { analyzer: { kb_text: { type: 'standard', stopwords: '_english_' } } },
           // Metadata keys become keyword fields; this bounds mapping growth across tenants.
           'index.mapping.total_fields.limit': 5000,
         },

@@ -28,8 +28,31 @@ export interface SearchParams {
   ceiling?: FilterCeiling | null;
 }
 
-const lexicalQuery = (query: string, filter: estypes.QueryDslQueryContainer[]): estypes.QueryDslQueryContainer => ({
-  bool: { must: [{ multi_match: { query, fields: TEXT_FIELDS, type: 'best_fields', tie_breaker: 0.3 } }], filter },
+// In hybrid search the lexical side must match most of the query's words: otherwise one
+// incidental common word ("my", "when") earns a document a top lexical rank, and rank
+// fusion lets it outrank the semantic match. Recall for loose wording comes from kNN.
+// Keyword-only search keeps plain OR matching, its only source of recall.
+export const HYBRID_MINIMUM_SHOULD_MATCH = '2<75%';
+
+const lexicalQuery = (
+  query: string,
+  filter: estypes.QueryDslQueryContainer[],
+  minimumShouldMatch?: string,
+): estypes.QueryDslQueryContainer => ({
+  bool: {
+    must: [
+      {
+        multi_match: {
+          query,
+          fields: TEXT_FIELDS,
+          type: 'best_fields',
+          tie_breaker: 0.3,
+          ...(minimumShouldMatch ? { minimum_should_match: minimumShouldMatch } : {}),
+        },
+      },
+    ],
+    filter,
+  },
 });
 
 // Snippets are content fragments around the query's words, HTML-escaped with <em>
@@ -101,13 +124,20 @@ export async function searchDocuments(client: SearchClient, context: KbContext, 
   const query = request.query;
   const window = fusionWindow(request.top_n);
   const vector = await queryVector(context, logger, query);
-  const lexical: Request = { ...base, size: window, query: lexicalQuery(query, filter), highlight: highlight(query), ...(aggs ? { aggs } : {}) };
   if (!vector) {
+    const lexical: Request = { ...base, size: request.top_n, query: lexicalQuery(query, filter), highlight: highlight(query), ...(aggs ? { aggs } : {}) };
     const response = await callSearch(() => client.search<Hit['_source']>(lexical));
     const citations = response.hits.hits.slice(0, request.top_n).map((hit) => citation(hit as Hit, hit._source!.doc_id, hit._score ?? 0, true));
     return finish(citations, response.aggregations);
   }
 
+  const lexical: Request = {
+    ...base,
+    size: window,
+    query: lexicalQuery(query, filter, HYBRID_MINIMUM_SHOULD_MATCH),
+    highlight: highlight(query),
+    ...(aggs ? { aggs } : {}),
+  };
   const semantic: Request = {
     ...base,
     size: window,

@@ -1,12 +1,16 @@
 import type { Queryable } from './db';
 import { BUCKET_WIDTHS, bucketBounds, planPieces, type AggregateRow, type AnalyticsQuery, type Dimension } from '../domain/analytics';
 
-const SOURCES = {
-  raw: { table: 'usage_records', time: 'created_at', count: '1' },
-  '10m': { table: 'usage_rollup_10m', time: 'bucket_start', count: 'request_count' },
-  '1h': { table: 'usage_rollup_1h', time: 'bucket_start', count: 'request_count' },
-  '1d': { table: 'usage_rollup_1d', time: 'bucket_start', count: 'request_count' },
-} as const;
+const rollup = (table: string) => ({ table, time: 'bucket_start', count: 'request_count' });
+const RAW = { table: 'usage_records', time: 'created_at', count: '1' };
+/** All-dimension rollups, and the narrow model/operation set for unfiltered model/operation queries. */
+const FULL = { raw: RAW, '10m': rollup('usage_rollup_10m'), '1h': rollup('usage_rollup_1h'), '1d': rollup('usage_rollup_1d') };
+const MODEL_OPERATION = { raw: RAW, '10m': rollup('usage_rollup_mo_10m'), '1h': rollup('usage_rollup_mo_1h'), '1d': rollup('usage_rollup_mo_1d') };
+
+function sourcesFor(query: AnalyticsQuery) {
+  const narrow = Object.keys(query.filters).length === 0 && query.groupBy.every((d) => d === 'model' || d === 'operation');
+  return narrow ? MODEL_OPERATION : FULL;
+}
 
 /**
  * Sums credits and requests per bucket and group over the window. Each piece of the plan
@@ -21,9 +25,10 @@ export async function aggregateUsage(db: Queryable, query: AnalyticsQuery): Prom
   const param = (value: unknown) => `$${params.push(value)}`;
   const filters = Object.entries(query.filters).map(([column, value]) => `AND ${column} = ${param(value)}`).join(' ');
   const dims = query.groupBy.join(', ');
+  const sources = sourcesFor(query);
 
   const branches = planPieces(query.start, query.end, query.width).map((piece) => {
-    const source = SOURCES[piece.grain];
+    const source = sources[piece.grain];
     return `SELECT ${dims}, ${source.time} AS t, credits_nano, ${source.count} AS request_count FROM ${source.table}
              WHERE project_id = $1 AND ${source.time} >= ${param(new Date(piece.from * 1000))} AND ${source.time} < ${param(new Date(piece.to * 1000))} ${filters}`;
   });

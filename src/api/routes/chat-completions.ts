@@ -37,7 +37,7 @@ export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}):
       const model = findModel(body.model);
       if (!model) throw modelNotFound(body.model);
       const violation = checkChatRequest(body, model);
-      if (violation) throw badRequest(violation.message, violation.param);
+      if (violation) throw badRequest(`${violation.param}: ${violation.message}`, violation.param);
       const request = chatToUnified(body, model);
       await gateway.admit(ctx, request);
       const signal = gateway.clientSignal(ctx);

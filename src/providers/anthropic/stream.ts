@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { InvalidUpstreamResponseError, UpstreamConnectionError, UpstreamHttpError } from '../errors';
+import { InvalidUpstreamResponseError, streamFailure, UpstreamConnectionError, UpstreamHttpError } from '../errors';
 import { mapAnthropicStopReason } from '../finish-reason';
 import { safeJson } from '../openai/stream';
 import { decodeSse } from '../sse';
@@ -134,9 +134,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
     if (!stopped) throw new UpstreamConnectionError('the anthropic stream ended before message_stop', { provider, model, retryable: true });
     yield { type: 'finish', finish_reason: finish ?? mapAnthropicStopReason(null), stop_sequence: stopSequence, usage };
   } catch (error) {
-    if (!(error instanceof Error)) throw error;
-    const known = error instanceof UpstreamHttpError || error instanceof InvalidUpstreamResponseError || error instanceof UpstreamConnectionError || error.name === 'AbortError';
-    const failure = known ? error : new UpstreamConnectionError('the anthropic stream broke', { provider, model, retryable: true, cause: error });
+    const failure = streamFailure(error, provider, model);
     yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
   }
 }

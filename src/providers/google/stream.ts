@@ -1,4 +1,4 @@
-import { InvalidUpstreamResponseError, UpstreamConnectionError, UpstreamHttpError } from '../errors';
+import { InvalidUpstreamResponseError, streamFailure, UpstreamConnectionError, UpstreamHttpError } from '../errors';
 import { mapGoogleFinishReason } from '../finish-reason';
 import { safeJson } from '../openai/stream';
 import { decodeSse } from '../sse';
@@ -62,9 +62,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
       usage,
     };
   } catch (error) {
-    if (!(error instanceof Error)) throw error;
-    const known = error instanceof UpstreamHttpError || error instanceof InvalidUpstreamResponseError || error instanceof UpstreamConnectionError || error.name === 'AbortError';
-    const failure = known ? error : new UpstreamConnectionError('the google stream broke', { provider, model, retryable: true, cause: error });
+    const failure = streamFailure(error, provider, model);
     yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
   }
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { InvalidUpstreamResponseError, UpstreamConnectionError, UpstreamHttpError } from '../errors';
+import { InvalidUpstreamResponseError, streamFailure, UpstreamConnectionError, UpstreamHttpError } from '../errors';
 import { mapOpenAIFinishReason } from '../finish-reason';
 import { decodeSse } from '../sse';
 import { partialUsage } from '../tokens';
@@ -123,12 +123,7 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
       usage: usageSeen ? usage : partialUsage(usage, request, producedChars),
     };
   } catch (error) {
-    if (!(error instanceof Error)) throw error;
-    const failure = error.name === 'AbortError' || error instanceof UpstreamHttpError || error instanceof InvalidUpstreamResponseError
-      ? error
-      : error instanceof UpstreamConnectionError
-        ? error
-        : new UpstreamConnectionError('the openai stream broke', { provider, model, retryable: true, cause: error });
+    const failure = streamFailure(error, provider, model);
     yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
   }
 }

@@ -110,6 +110,8 @@ export function createSimulatorHandler(requests: RecordedRequest[] = []) {
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       for (const [index, event] of events.entries()) {
         if (plan.cutAfter !== undefined && index >= plan.cutAfter) {
+          // Let what was written reach the client, then drop the connection mid-stream.
+          await new Promise<void>((resolve) => response.write('', () => resolve()));
           response.destroy();
           return;
         }

@@ -44,7 +44,7 @@ const write = async (rows: UsageRow[]) => {
 };
 
 const query = (params: Record<string, string | number>, credential = token) =>
-  fetch(`${api.url}/v1/analytics?${new URLSearchParams(Object.entries(params).map(([k, v]) => [k, String(v)]))}`, { headers: bearer(credential) });
+  fetch(`${api.url}/v1/analytics?${new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]))}`, { headers: bearer(credential) });
 
 async function ok(params: Record<string, string | number>) {
   const response = await query(params);
@@ -236,10 +236,11 @@ describe('GET /v1/analytics: rollup correctness', () => {
   test('the trigger keeps every grain equal to the usage rows', async () => {
     const project = await freshProject();
     await write([usage(project, T0 + 1), usage(project, T0 + 599), usage(project, T0 + 601), usage(project, T0 + DAY)]);
-    for (const table of ['usage_rollup_10m', 'usage_rollup_1h', 'usage_rollup_1d']) {
+    const expected: Record<string, number> = { usage_rollup_10m: 3, usage_rollup_1h: 2, usage_rollup_1d: 2, usage_rollup_mo_10m: 3, usage_rollup_mo_1h: 2, usage_rollup_mo_1d: 2 };
+    for (const table of Object.keys(expected)) {
       const { rows } = await api.deps.db.query(`SELECT count(*)::int AS n, sum(request_count)::int AS requests FROM ${table} WHERE project_id = $1`, [project]);
       expect(rows[0].requests).toBe(4);
-      expect(rows[0].n).toBe({ usage_rollup_10m: 3, usage_rollup_1h: 2, usage_rollup_1d: 2 }[table]);
+      expect([table, rows[0].n]).toEqual([table, expected[table]]);
     }
   });
 });

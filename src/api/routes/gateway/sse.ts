@@ -41,10 +41,8 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
       if (part.type === 'finish') usage = part.usage;
       if (part.type === 'error') {
         usage = part.usage;
-        if (!res.destroyed) {
-          ctx.state.log.warn({ err: part.error }, 'upstream stream failed after it began');
-          await write(protocol.encodeError(part.error));
-        }
+        if (!res.destroyed) await write(protocol.encodeError(part.error));
+        ctx.state.log.warn({ error: part.error.message, cause: String((part.error.cause as Error | undefined)?.message ?? '') }, 'upstream stream failed after it began');
         break;
       }
       for (const text of protocol.encode(part)) await write(text);

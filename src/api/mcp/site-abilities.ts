@@ -1,0 +1,137 @@
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+/**
+ * The gateway → site ability protocol (docs/sites-mcp-analytics.md, "Site abilities").
+ *
+ * The site plugin serves two endpoints under `{site_url}/wp-json/gateway/v1/`:
+ *   GET  abilities      → {abilities: [{name, label?, description?, input_schema?}]}
+ *   POST abilities/run  {ability, input} → {output}   (errors: non-2xx with {code?, message?})
+ * Every call is signed with the site's HMAC secret so the site knows it comes from the
+ * gateway and on whose behalf:
+ *   X-Gateway-Site-Id, X-Gateway-Timestamp (Unix seconds), X-Gateway-Nonce (random hex),
+ *   X-Gateway-Acting-User (identity-provider subject of the personal key's owner),
+ *   X-Gateway-Signature: v1=hex(HMAC-SHA256(key = the 32 secret bytes,
+ *     "v1\n{timestamp}\n{nonce}\n{METHOD}\n{path and query}\n{acting user}\n{hex SHA-256 of the body}"))
+ * The site rejects a timestamp more than 300 s away, a nonce seen within that window, and
+ * a signature that differs (compared in constant time).
+ */
+export const ABILITY_API_PATH = 'wp-json/gateway/v1/abilities';
+export const SIGNATURE_VERSION = 'v1';
+export const ABILITY_TIMEOUT_MS = 15_000;
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+
+export interface SignedRequestParts {
+  method: string;
+  pathAndQuery: string;
+  actingUser: string;
+  body: string;
+  timestamp: number;
+  nonce: string;
+}
+
+/** The string both sides sign; exported so tests (playing the site) verify with the same rule. */
+export function signingString(parts: SignedRequestParts): string {
+  const bodyHash = createHash('sha256').update(parts.body, 'utf8').digest('hex');
+  return [SIGNATURE_VERSION, String(parts.timestamp), parts.nonce, parts.method.toUpperCase(), parts.pathAndQuery, parts.actingUser, bodyHash].join('\n');
+}
+
+export function sign(secretHex: string, parts: SignedRequestParts): string {
+  return `${SIGNATURE_VERSION}=${createHmac('sha256', Buffer.from(secretHex, 'hex')).update(signingString(parts)).digest('hex')}`;
+}
+
+export class SiteCallError extends Error {
+  constructor(message: string, readonly code: string) {
+    super(message);
+  }
+}
+
+const AbilitySchema = z.looseObject({
+  name: z.string().min(1),
+  label: z.string().optional(),
+  description: z.string().optional(),
+  input_schema: z.record(z.string(), z.unknown()).optional(),
+});
+const ListResponseSchema = z.looseObject({ abilities: z.array(AbilitySchema) });
+const RunResponseSchema = z.looseObject({ output: z.unknown() });
+
+export type Ability = z.infer<typeof AbilitySchema>;
+
+export interface SiteTarget {
+  siteId: string;
+  siteUrl: string;
+  secretHex: string;
+}
+
+async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'POST', suffix: string, payload?: unknown): Promise<unknown> {
+  const base = site.siteUrl.endsWith('/') ? site.siteUrl : `${site.siteUrl}/`;
+  const url = new URL(`${ABILITY_API_PATH}${suffix}`, base);
+  const body = payload === undefined ? '' : JSON.stringify(payload);
+  const timestamp = Math.floor(Date.now() / 1000);
+  const nonce = randomBytes(16).toString('hex');
+  const signature = sign(site.secretHex, { method, pathAndQuery: url.pathname + url.search, actingUser, body, timestamp, nonce });
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method,
+      headers: {
+        accept: 'application/json',
+        ...(body ? { 'content-type': 'application/json' } : {}),
+        'x-gateway-site-id': site.siteId,
+        'x-gateway-timestamp': String(timestamp),
+        'x-gateway-nonce': nonce,
+        'x-gateway-acting-user': actingUser,
+        'x-gateway-signature': signature,
+      },
+      body: body || undefined,
+      redirect: 'error', // a redirect would carry the signed call somewhere the site did not choose
+      signal: AbortSignal.timeout(ABILITY_TIMEOUT_MS),
+    });
+  } catch (error) {
+    const timedOut = (error as Error).name === 'TimeoutError';
+    throw new SiteCallError(timedOut ? 'the site did not answer in time' : 'the site could not be reached', timedOut ? 'timeout' : 'unavailable');
+  }
+  const text = await readLimited(response);
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    throw new SiteCallError(`the site answered ${response.status} with a body that is not JSON`, 'execution_failed');
+  }
+  if (!response.ok) {
+    const detail = parsed as { code?: unknown; message?: unknown } | undefined;
+    const message = typeof detail?.message === 'string' ? detail.message : `HTTP ${response.status}`;
+    throw new SiteCallError(`the site refused the call: ${message}`, typeof detail?.code === 'string' ? detail.code : response.status === 404 ? 'not_found' : 'execution_failed');
+  }
+  return parsed;
+}
+
+async function readLimited(response: Response): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > MAX_RESPONSE_BYTES) {
+      await reader.cancel();
+      throw new SiteCallError('the site answered with more than 1 MiB', 'execution_failed');
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export async function listAbilities(site: SiteTarget, actingUser: string): Promise<Ability[]> {
+  const parsed = ListResponseSchema.safeParse(await callSite(site, actingUser, 'GET', ''));
+  if (!parsed.success) throw new SiteCallError('the site answered with an unexpected abilities list', 'execution_failed');
+  return parsed.data.abilities;
+}
+
+export async function runAbility(site: SiteTarget, actingUser: string, ability: string, input: unknown): Promise<unknown> {
+  const parsed = RunResponseSchema.safeParse(await callSite(site, actingUser, 'POST', '/run', { ability, input: input ?? {} }));
+  if (!parsed.success) throw new SiteCallError('the site answered without an output', 'execution_failed');
+  return parsed.data.output;
+}

@@ -1,0 +1,121 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Deps } from '../../deps';
+import type { Principal } from '../../auth/principal';
+import { SITE_STATUSES } from '../../domain/sites';
+import { decryptSiteSecret } from '../../domain/site-secret';
+import { connectedSiteIds, findSiteById, listProjectSites, type SiteRow } from '../../store/sites';
+import { listAbilities, runAbility, SiteCallError, type SiteTarget } from './site-abilities';
+
+export const MCP_SERVER_NAME = 'agent-gateway';
+export const MCP_SERVER_VERSION = '0.1.0';
+
+/** `cms_connection_status`: whether the key's owner connected their CMS account on the site. */
+export type CmsConnectionStatus = 'connected' | 'not_connected' | 'no_acting_user';
+
+const result = (value: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(value) }],
+  structuredContent: value,
+});
+
+const toolError = (code: string, message: string): CallToolResult => ({
+  isError: true,
+  content: [{ type: 'text', text: JSON.stringify({ error: { code, message } }) }],
+  structuredContent: { error: { code, message } },
+});
+
+/**
+ * One MCP server per request (the transport is stateless), bound to the API key that
+ * authenticated it: every tool sees only the key's project, and the ability tools act
+ * for the personal key's owner.
+ */
+export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
+  const server = new McpServer({ name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION });
+  const projectId = principal.projectId!;
+  const actingUser = principal.keyType === 'personal' ? principal.subject : undefined;
+
+  server.registerTool('ping', { title: 'Ping', description: 'Checks that the MCP endpoint and the API key work. Returns "pong".' }, async () =>
+    result({ message: 'pong', project_id: projectId }),
+  );
+
+  server.registerTool(
+    'list_account_sites',
+    {
+      title: 'List sites',
+      description: "Lists the sites registered to this API key's project, with the key owner's CMS connection status.",
+      inputSchema: { status: z.enum(SITE_STATUSES).optional().describe('Registration status to list; default active.') },
+    },
+    async ({ status }) => {
+      const sites = await listProjectSites(deps.db, projectId, status ?? 'active');
+      const connected = actingUser ? await connectedSiteIds(deps.db, actingUser, sites.map((s) => s.site_id)) : new Set<string>();
+      return result({
+        sites: sites.map((site) => ({
+          site_id: site.site_id,
+          site_url: site.site_url,
+          display_name: site.display_name,
+          status: site.status,
+          cms_connection_status: (actingUser ? (connected.has(site.site_id) ? 'connected' : 'not_connected') : 'no_acting_user') satisfies CmsConnectionStatus,
+          created_at: site.created_at.toISOString(),
+        })),
+      });
+    },
+  );
+
+  /** The checks both ability tools share; returns the site to call or a tool error. */
+  async function abilityTarget(tool: string, siteId: string): Promise<{ site: SiteTarget } | { error: CallToolResult }> {
+    if (!actingUser) {
+      return { error: toolError('permission_denied', `${tool} needs a personal MCP key (bound to a user); this key has no acting user and can use ping and list_account_sites only`) };
+    }
+    const site: SiteRow | undefined = await findSiteById(deps.db, siteId);
+    if (!site || site.project_id !== projectId) return { error: toolError('not_found', `no site '${siteId}' in this key's project`) };
+    if (site.status !== 'active') return { error: toolError('permission_denied', `the site is ${site.status}`) };
+    const connected = await connectedSiteIds(deps.db, actingUser, [site.site_id]);
+    if (!connected.has(site.site_id)) return { error: toolError('permission_denied', "the key's owner has not connected their CMS account on this site") };
+    return { site: { siteId: site.site_id, siteUrl: site.site_url, secretHex: decryptSiteSecret(deps.config.GATEWAY_SECRET, site.site_id, site.hmac_secret_encrypted) } };
+  }
+
+  const siteCall = async (work: () => Promise<CallToolResult>): Promise<CallToolResult> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof SiteCallError) return toolError(error.code, error.message);
+      throw error;
+    }
+  };
+
+  server.registerTool(
+    'list_site_abilities',
+    {
+      title: 'List site abilities',
+      description: 'Lists the abilities (actions) a site offers to the key owner. Needs a personal key.',
+      inputSchema: { site_id: z.string().describe('The site id from list_account_sites.') },
+    },
+    async ({ site_id }) => {
+      const target = await abilityTarget('list_site_abilities', site_id);
+      if ('error' in target) return target.error;
+      return siteCall(async () => result({ site_id, abilities: await listAbilities(target.site, actingUser!) }));
+    },
+  );
+
+  server.registerTool(
+    'run_site_ability',
+    {
+      title: 'Run a site ability',
+      description: 'Runs one ability on a site as the key owner and returns its output. Needs a personal key.',
+      inputSchema: {
+        site_id: z.string().describe('The site id from list_account_sites.'),
+        ability: z.string().min(1).describe('The ability name from list_site_abilities.'),
+        input: z.record(z.string(), z.unknown()).optional().describe("The ability's input, per its input_schema."),
+      },
+    },
+    async ({ site_id, ability, input }) => {
+      const target = await abilityTarget('run_site_ability', site_id);
+      if ('error' in target) return target.error;
+      deps.logger.info({ site_id, ability, acting_user: actingUser, key_id: principal.keyId }, 'mcp ability run'); // audit trail
+      return siteCall(async () => result({ site_id, ability, output: await runAbility(target.site, actingUser!, ability, input) }));
+    },
+  );
+
+  return server;
+}

@@ -1,0 +1,57 @@
+import Router from '@koa/router';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Deps } from '../../deps';
+import { authenticate } from '../../auth/middleware';
+import { buildMcpServer } from '../mcp/tools';
+import { ApiError } from '../errors';
+import { jsonBody } from '../middleware/json-body';
+import { rateLimit } from '../middleware/rate-limit';
+import type { AppContext, AppState, Middleware } from '../types';
+
+const MCP_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/**
+ * POST /v1/mcp: MCP over Streamable HTTP, stateless (no session id; every POST carries its
+ * own JSON-RPC message and gets a JSON response). API keys only, with scope `mcp` at write
+ * (the `all` preset has it). GET and DELETE answer 405: there is no server-initiated stream
+ * and no session to end.
+ */
+export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
+  const router = new Router<AppState, AppContext>();
+  router.post(
+    '/v1/mcp',
+    rateLimit(deps),
+    oauthStyleUnauthorized(),
+    authenticate(deps, { scope: 'mcp', access: 'write', accept: ['api_key'] }),
+    jsonBody(MCP_BODY_LIMIT_BYTES),
+    async (ctx) => {
+      const server = buildMcpServer(deps, ctx.state.principal!);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      ctx.res.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      ctx.respond = false; // the transport writes the response itself
+      await transport.handleRequest(ctx.req, ctx.res, ctx.request.body);
+    },
+  );
+  return router;
+}
+
+/**
+ * MCP clients read 401s as OAuth bearer errors (RFC 6750): `{error: "invalid_token",
+ * error_description}` with the WWW-Authenticate challenge, instead of the gateway envelope.
+ */
+function oauthStyleUnauthorized(): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 401) throw error;
+      ctx.status = 401;
+      for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      ctx.body = { error: 'invalid_token', error_description: error.message };
+    }
+  };
+}

@@ -1,0 +1,80 @@
+import type { AdminExtension } from './admin-extensions';
+import { hashPassword, INSTALL_ENVIRONMENTS } from '../domain/platform';
+import { connectSiteUser, disconnectSiteUser, setSiteStatus } from '../store/sites';
+import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../store/platform';
+
+/** Admin commands for registered sites and the platform API (console actions the spec does not show). */
+const need = (flags: Record<string, string | undefined>, name: string): string => {
+  const value = flags[name];
+  if (!value) throw new Error(`--${name} is required`);
+  return value;
+};
+
+const siteStatus = (status: 'active' | 'revoked' | 'suspended'): AdminExtension => ({
+  command: `site ${status === 'active' ? 'activate' : status === 'revoked' ? 'revoke' : 'suspend'}`,
+  usage: `site ${status === 'active' ? 'activate' : status === 'revoked' ? 'revoke' : 'suspend'} --id SITE_ID`,
+  async run(db, flags) {
+    const id = need(flags, 'id');
+    if (!(await setSiteStatus(db, id, status))) throw new Error(`no site with id ${id}`);
+    return { site_id: id, status };
+  },
+});
+
+export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
+  siteStatus('active'),
+  siteStatus('revoked'),
+  siteStatus('suspended'),
+  {
+    command: 'site connect-user',
+    usage: 'site connect-user --id SITE_ID --subject IDP_SUBJECT [--name CMS_USER]   (records a CMS account connection)',
+    async run(db, flags) {
+      await connectSiteUser(db, need(flags, 'id'), need(flags, 'subject'), flags.name ?? null);
+      return { site_id: flags.id, subject: flags.subject, cms_connection_status: 'connected' };
+    },
+  },
+  {
+    command: 'site disconnect-user',
+    usage: 'site disconnect-user --id SITE_ID --subject IDP_SUBJECT',
+    async run(db, flags) {
+      const removed = await disconnectSiteUser(db, need(flags, 'id'), need(flags, 'subject'));
+      return { site_id: flags.id, subject: flags.subject, removed };
+    },
+  },
+  {
+    command: 'platform-user create',
+    usage: 'platform-user create --username U --password P   (platform API Basic credentials, scrypt-hashed)',
+    async run(db, flags) {
+      const password = need(flags, 'password');
+      if (password.length < 12) throw new Error('--password must be at least 12 characters');
+      return insertPlatformUser(db, need(flags, 'username'), await hashPassword(password));
+    },
+  },
+  {
+    command: 'platform-user grant',
+    usage: 'platform-user grant --username U --account PLATFORM_ACCOUNT_UUID',
+    async run(db, flags) {
+      await grantPlatformAccount(db, need(flags, 'username'), need(flags, 'account'));
+      return { username: flags.username, account_id: flags.account };
+    },
+  },
+  {
+    command: 'platform-account create',
+    usage: 'platform-account create --name N',
+    run: (db, flags) => insertPlatformAccount(db, need(flags, 'name')),
+  },
+  {
+    command: 'platform-site create',
+    usage: 'platform-site create --account PLATFORM_ACCOUNT_UUID --name N',
+    run: (db, flags) => insertPlatformSite(db, { accountId: need(flags, 'account'), name: need(flags, 'name') }),
+  },
+  {
+    command: 'platform-install create',
+    usage: `platform-install create --id PLATFORM_SITE_UUID --name N [--type ${INSTALL_ENVIRONMENTS.join('|')}]`,
+    async run(db, flags) {
+      const environment = flags.type ?? null;
+      if (environment && !(INSTALL_ENVIRONMENTS as readonly string[]).includes(environment)) throw new Error(`--type must be one of ${INSTALL_ENVIRONMENTS.join(', ')}`);
+      const name = need(flags, 'name');
+      return insertPlatformInstall(db, { siteId: need(flags, 'id'), name, environment, cname: `${name}.platform.local` });
+    },
+  },
+];

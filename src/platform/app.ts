@@ -1,0 +1,39 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { Deps } from '../deps';
+import { PlatformError } from './errors';
+import { basicAuth, platformBasics } from './middleware';
+import { PLATFORM_OPENAPI } from './openapi';
+import { platformAppsRouter } from './routes/apps';
+import { platformSitesRouter } from './routes/sites';
+import type { PlatformContext, PlatformState } from './types';
+
+/**
+ * The platform API: its own Koa app on PLATFORM_PORT. Order: request id + error envelope +
+ * access log → public OpenAPI document → HTTP Basic → resource routers.
+ */
+export function createPlatformApp(deps: Pick<Deps, 'db' | 'logger'>): Koa<PlatformState, PlatformContext> {
+  const app = new Koa<PlatformState, PlatformContext>();
+  app.silent = true;
+  app.use(platformBasics(deps.logger));
+
+  const open = new Router<PlatformState, PlatformContext>();
+  open.get('/v1/openapi.json', (ctx) => {
+    ctx.body = PLATFORM_OPENAPI;
+  });
+  open.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  app.use(open.routes());
+
+  app.use(basicAuth(deps.db));
+  const routers = [platformSitesRouter(deps.db), platformAppsRouter(deps.db)];
+  for (const router of routers) app.use(router.routes());
+  app.use((ctx) => {
+    const allowed = new Set<string>();
+    for (const router of routers) for (const layer of router.stack) if (layer.match(ctx.path)) layer.methods.forEach((m) => allowed.add(m));
+    if (allowed.size > 0) throw new PlatformError(405, 'Method Not Allowed', undefined, { Allow: [...allowed].join(', ') });
+    throw new PlatformError(404, 'Not Found', [{ resource: 'route', type: 'value_unavailable', message: `no route ${ctx.method} ${ctx.path}` }]);
+  });
+  return app;
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool } from 'pg';
+import type { z } from 'zod';
+import type { Logger } from '../logger';
+import { verifyPassword } from '../domain/platform';
+import { findPlatformUser, platformUserAccountIds } from '../store/platform';
+import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
+import type { PlatformContext, PlatformMiddleware } from './types';
+
+/** Request id, one access-log line, and the platform error envelope for anything thrown. */
+export function platformBasics(logger: Logger): PlatformMiddleware {
+  return async (ctx, next) => {
+    ctx.state.requestId = randomUUID();
+    ctx.state.log = logger.child({ request_id: ctx.state.requestId, app: 'platform' });
+    ctx.set('X-Request-ID', ctx.state.requestId);
+    const started = performance.now();
+    try {
+      await next();
+    } catch (thrown) {
+      const error = thrown instanceof PlatformError ? thrown : asPlatformError(thrown);
+      if (error.status >= 500) ctx.state.log.error({ err: thrown }, 'unhandled error');
+      ctx.status = error.status;
+      for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      ctx.body = { message: error.message, documentation_url: PLATFORM_DOCS_URL, ...(error.errors ? { errors: error.errors } : {}) };
+    } finally {
+      ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, duration_ms: Math.round(performance.now() - started) }, 'request');
+    }
+  };
+}
+
+function asPlatformError(thrown: unknown): PlatformError {
+  const code = (thrown as { code?: string }).code;
+  if (code === '23505') return new PlatformError(409, 'Conflict', [{ resource: 'request', type: 'value_unavailable', message: 'the value is already taken' }]);
+  if (code === 'ECONNREFUSED' || code === '57P01') return new PlatformError(503, 'Service Unavailable', undefined, { 'Retry-After': '1' });
+  return new PlatformError(500, 'Internal Server Error');
+}
+
+const unauthorized = (message: string) =>
+  new PlatformError(401, 'Authentication Error', [{ resource: 'authentication', type: 'access_error', message }], { 'WWW-Authenticate': 'Basic realm="platform", charset="UTF-8"' });
+
+/** HTTP Basic against platform users (scrypt-hashed passwords). */
+export function basicAuth(db: Pool): PlatformMiddleware {
+  return async (ctx, next) => {
+    const encoded = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('authorization'))?.[1];
+    if (!encoded) throw unauthorized('HTTP Basic credentials are required');
+    const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 1) throw unauthorized('malformed Basic credentials');
+    const user = await findPlatformUser(db, decoded.slice(0, colon));
+    // Compare against a fixed hash when the user is unknown, so timing does not reveal usernames.
+    const ok = await verifyPassword(decoded.slice(colon + 1), user?.password_hash ?? DUMMY_HASH);
+    if (!user || !ok) throw unauthorized('invalid username or password');
+    ctx.state.user = { id: user.id, username: user.username, accountIds: await platformUserAccountIds(db, user.id) };
+    await next();
+  };
+}
+const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$' + Buffer.alloc(64).toString('base64');
+
+export function parsePlatform<S extends z.ZodType>(schema: S, input: unknown, resource: string): z.infer<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = issue.path.map(String).join('.') || 'body';
+  throw invalidValue(resource, field, issue.message);
+}
+
+/** 403 unless the account is one of the user's. Invalid UUIDs are 400. */
+export function requireAccount(ctx: PlatformContext, accountId: string, uuid: z.ZodType): void {
+  parsePlatform(uuid, accountId, 'account');
+  if (!ctx.state.user!.accountIds.includes(accountId)) throw platformForbidden('account', 'you are not authorized for this account');
+}
+
+/** Reads the body up to `limit` bytes, refusing larger ones with 413 before reading them. */
+export async function readRaw(ctx: PlatformContext, limit: number): Promise<Buffer> {
+  const tooLarge = () => new PlatformError(413, 'Payload Too Large', [{ resource: 'request', type: 'invalid_value', message: `the body exceeds ${limit} bytes` }]);
+  const length = ctx.get('content-length');
+  if (length !== '' && Number(length) > limit) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      ctx.req.destroy();
+      throw tooLarge();
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export async function readJson(ctx: PlatformContext, limit: number): Promise<unknown> {
+  const raw = await readRaw(ctx, limit);
+  if (raw.length === 0) return {};
+  if (!ctx.is('application/json')) throw invalidValue('request', 'Content-Type', 'must be application/json');
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw invalidValue('request', 'body', 'is not valid JSON');
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * OpenAPI 3.1 description of the platform API, served at GET /v1/openapi.json.
+ * Kept next to the routes; the platform tests check every documented path is routed.
+ */
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (schema: object, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
+const list = (item: string) => json({ type: 'object', required: ['results'], properties: { results: { type: 'array', items: ref(item) } } });
+const errors = {
+  '400': { $ref: '#/components/responses/Error' },
+  '401': { $ref: '#/components/responses/Error' },
+  '403': { $ref: '#/components/responses/Error' },
+  '404': { $ref: '#/components/responses/Error' },
+};
+const uuidParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+const body = (schema: object) => ({ required: true, content: { 'application/json': { schema } } });
+const op = (summary: string, responses: object, extra: object = {}) => ({ summary, responses: { ...responses, ...errors }, ...extra });
+
+const APPS = '/v1/accounts/{account}/apps';
+const ENV = `${APPS}/{app}/environments/{environment}`;
+const appParams = [uuidParam('account'), uuidParam('app')];
+const envParams = [...appParams, uuidParam('environment')];
+const domainParam = { name: 'domain', in: 'path', required: true, schema: { type: 'string' } };
+
+export const PLATFORM_OPENAPI = {
+  openapi: '3.1.0',
+  info: { title: 'Platform API', version: '1.0', description: 'Sites, installs and headless applications. HTTP Basic authentication.' },
+  security: [{ basic: [] }],
+  paths: {
+    '/v1/sites': {
+      get: op('List sites', { '200': json(ref('SitePage')) }, {
+        parameters: [
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 100 } },
+          { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+          { name: 'account_id', in: 'query', schema: { type: 'string', format: 'uuid' } },
+        ],
+      }),
+    },
+    '/v1/sites/{site_id}': { get: op('Get a site', { '200': json(ref('Site')) }, { parameters: [uuidParam('site_id')] }) },
+    [APPS]: {
+      get: op('List apps', { '200': list('App') }, { parameters: [uuidParam('account')] }),
+      post: op('Create an app', { '201': json(ref('App'), 'Created'), '409': { $ref: '#/components/responses/Error' } }, { parameters: [uuidParam('account')], requestBody: body(ref('AppCreate')) }),
+    },
+    [`${APPS}/{app}`]: {
+      get: op('Get an app', { '200': json(ref('App')) }, { parameters: appParams }),
+      delete: op('Delete an app and its environments', { '204': { description: 'Deleted' } }, { parameters: appParams }),
+    },
+    [`/fu${ENV}:upload`]: {
+      post: op('Upload a zip archive and queue a build of it', { '201': json(ref('UploadResult'), 'Created'), '413': { $ref: '#/components/responses/Error' } }, {
+        parameters: envParams,
+        requestBody: { required: true, content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
+      }),
+    },
+    [`${APPS}/{app}/environments`]: {
+      get: op('List environments', { '200': list('Environment') }, { parameters: appParams }),
+      post: op('Create an environment', { '201': json(ref('Environment'), 'Created') }, { parameters: appParams, requestBody: body(ref('EnvironmentCreate')) }),
+    },
+    [ENV]: {
+      get: op('Get an environment', { '200': json(ref('Environment')) }, { parameters: envParams }),
+      patch: op('Update an environment (omitted fields kept; variables replaced)', { '200': json(ref('Environment')) }, { parameters: envParams, requestBody: body(ref('EnvironmentPatch')) }),
+      delete: op('Delete an environment', { '204': { description: 'Deleted' } }, { parameters: envParams }),
+    },
+    [`${ENV}:clearCache`]: { post: op('Clear the environment cache', { '202': json(ref('Environment'), 'Accepted') }, { parameters: envParams }) },
+    [`${ENV}/builds`]: { get: op('List builds, newest first (100 at most)', { '200': list('Build') }, { parameters: envParams }) },
+    [`${ENV}/builds/{build}`]: { get: op('Get a build', { '200': json(ref('Build')) }, { parameters: [...envParams, uuidParam('build')] }) },
+    [`${ENV}/builds/{build}:cancel`]: { post: op('Cancel a queued or running build', { '200': json(ref('Build')), '409': { $ref: '#/components/responses/Error' } }, { parameters: [...envParams, uuidParam('build')] }) },
+    [`${ENV}/domainMappings`]: { get: op('List domain mappings', { '200': list('DomainMapping') }, { parameters: envParams }) },
+    [`${ENV}/domainMappings:replace`]: {
+      post: op('Replace the set of domains', { '200': list('DomainMapping') }, { parameters: envParams, requestBody: body({ type: 'object', required: ['domains'], additionalProperties: false, properties: { domains: { type: 'array', maxItems: 100, items: { type: 'string' } } } }) }),
+    },
+    [`${ENV}/domainMappings/{domain}:markPrimary`]: { post: op('Make the domain the primary one', { '200': json(ref('DomainMapping')) }, { parameters: [...envParams, domainParam] }) },
+    [`${ENV}/domainMappings/{domain}:revalidate`]: { post: op('Check the domain again now', { '200': json(ref('DomainMapping')) }, { parameters: [...envParams, domainParam] }) },
+    [`${ENV}/domainMappings/{domain}:verifyTxtRecord`]: { post: op('Look up the verification TXT record now', { '200': json(ref('DomainMapping')) }, { parameters: [...envParams, domainParam] }) },
+  },
+  components: {
+    securitySchemes: { basic: { type: 'http', scheme: 'basic' } },
+    responses: { Error: json(ref('Error'), 'Error') },
+    schemas: {
+      Error: {
+        type: 'object',
+        required: ['message'],
+        properties: {
+          message: { type: 'string' },
+          documentation_url: { type: 'string' },
+          errors: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['resource'],
+              properties: {
+                resource: { type: 'string' },
+                field: { type: 'string' },
+                type: { type: 'string', enum: ['invalid_value', 'access_error', 'value_unavailable', 'missing_value'] },
+                code: { type: 'string' },
+                message: { type: 'string' },
+              },
+            },
+          },
+        },
+      },
+      SitePage: {
+        type: 'object',
+        required: ['previous', 'next', 'count', 'results'],
+        properties: { previous: { type: ['string', 'null'] }, next: { type: ['string', 'null'] }, count: { type: 'integer' }, results: { type: 'array', items: ref('Site') } },
+      },
+      Site: {
+        type: 'object',
+        required: ['id', 'name', 'account'],
+        properties: {
+          id: { type: 'string', format: 'uuid' },
+          name: { type: 'string' },
+          account: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } },
+          group_name: { type: ['string', 'null'] },
+          tags: { type: 'array', items: { type: 'string' } },
+          created_at: { type: 'string', format: 'date-time' },
+          sandbox: { type: 'boolean' },
+          transferable: { type: 'boolean' },
+          installs: { type: 'array', items: ref('Install') },
+        },
+      },
+      Install: {
+        type: 'object',
+        properties: {
+          id: { type: 'string', format: 'uuid' },
+          name: { type: 'string' },
+          environment: { type: ['string', 'null'], enum: ['production', 'staging', 'development', null] },
+          cname: { type: 'string' },
+          php_version: { type: ['string', 'null'] },
+          is_multisite: { type: ['boolean', 'null'] },
+        },
+      },
+      AppCreate: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', maxLength: 255 }, repository: { type: 'string', format: 'uri' } } },
+      App: {
+        type: 'object',
+        properties: {
+          id: { type: 'string', format: 'uuid' },
+          account: { type: 'object', properties: { id: { type: 'string', format: 'uuid' } } },
+          name: { type: 'string' },
+          repository: { type: ['string', 'null'] },
+          created_at: { type: 'string', format: 'date-time' },
+          updated_at: { type: 'string', format: 'date-time' },
+        },
+      },
+      EnvironmentCreate: {
+        type: 'object',
+        required: ['name'],
+        additionalProperties: false,
+        properties: { name: { type: 'string', pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' }, branch: { type: 'string' }, variables: { type: 'object', additionalProperties: { type: 'string' } } },
+      },
+      EnvironmentPatch: { type: 'object', additionalProperties: false, properties: { branch: { type: ['string', 'null'] }, variables: { type: 'object', additionalProperties: { type: 'string' } } } },
+      Environment: {
+        type: 'object',
+        properties: {
+          id: { type: 'string', format: 'uuid' },
+          app: { type: 'object', properties: { id: { type: 'string', format: 'uuid' } } },
+          name: { type: 'string' },
+          branch: { type: ['string', 'null'] },
+          variables: { type: 'object', additionalProperties: { type: 'string' } },
+          cache_cleared_at: { type: ['string', 'null'], format: 'date-time' },
+          created_at: { type: 'string', format: 'date-time' },
+          updated_at: { type: 'string', format: 'date-time' },
+        },
+      },
+      Build: {
+        type: 'object',
+        properties: {
+          id: { type: 'string', format: 'uuid' },
+          environment: { type: 'object', properties: { id: { type: 'string', format: 'uuid' } } },
+          upload_id: { type: ['string', 'null'], format: 'uuid' },
+          status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'cancelled'] },
+          created_at: { type: 'string', format: 'date-time' },
+          finished_at: { type: ['string', 'null'], format: 'date-time' },
+        },
+      },
+      UploadResult: {
+        type: 'object',
+        properties: {
+          upload: { type: 'object', properties: { id: { type: 'string', format: 'uuid' }, size_bytes: { type: 'integer' }, sha256: { type: 'string' } } },
+          build: ref('Build'),
+        },
+      },
+      DomainMapping: {
+        type: 'object',
+        properties: {
+          domain: { type: 'string' },
+          is_primary: { type: 'boolean' },
+          verification_status: { type: 'string', enum: ['pending', 'verified', 'failed'] },
+          txt_record: { type: 'object', properties: { name: { type: 'string' }, value: { type: 'string' } } },
+          checked_at: { type: ['string', 'null'], format: 'date-time' },
+          created_at: { type: 'string', format: 'date-time' },
+        },
+      },
+    },
+  },
+} as const;

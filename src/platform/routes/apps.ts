@@ -1,0 +1,179 @@
+import Router from '@koa/router';
+import { createHash, randomBytes } from 'node:crypto';
+import { Resolver } from 'node:dns/promises';
+import type { Pool } from 'pg';
+import {
+  AppCreateSchema, DomainReplaceSchema, DomainSchema, EnvironmentCreateSchema, EnvironmentPatchSchema,
+  PLATFORM_JSON_LIMIT_BYTES, PLATFORM_UPLOAD_LIMIT_BYTES, UuidSchema,
+} from '../../domain/platform';
+import { withTransaction } from '../../store/db';
+import * as store from '../../store/platform-apps';
+import { PlatformError, invalidValue, platformConflict, platformNotFound } from '../errors';
+import { parsePlatform, readJson, readRaw, requireAccount } from '../middleware';
+import type { PlatformContext, PlatformState } from '../types';
+
+/**
+ * Headless application operations (docs/platform-api.md). Custom methods use the
+ * `{resource}:{verb}` form of the spec's paths; the router captures `id:verb` as one
+ * parameter and `split` separates them.
+ */
+const APPS = '/v1/accounts/:account/apps';
+const ENV = `${APPS}/:app/environments/:environment`;
+
+function split(value: string, verbs: string[]): [string, string | undefined] {
+  const at = value.lastIndexOf(':');
+  if (at < 0) return [value, undefined];
+  const verb = value.slice(at + 1);
+  if (!verbs.includes(verb)) throw new PlatformError(404, 'Not Found', [{ resource: 'route', type: 'value_unavailable', message: `unknown method ':${verb}'` }]);
+  return [value.slice(0, at), verb];
+}
+
+export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformContext> {
+  const router = new Router<PlatformState, PlatformContext>();
+
+  async function app(ctx: PlatformContext) {
+    requireAccount(ctx, ctx.params.account!, UuidSchema);
+    const found = await store.findApp(db, ctx.params.account!, parsePlatform(UuidSchema, ctx.params.app, 'app'));
+    if (!found) throw platformNotFound('app');
+    return found;
+  }
+  async function environment(ctx: PlatformContext, envId = ctx.params.environment!) {
+    const parent = await app(ctx);
+    const found = await store.findEnvironment(db, parent.id, parsePlatform(UuidSchema, envId, 'environment'));
+    if (!found) throw platformNotFound('environment');
+    return found;
+  }
+
+  router.get(APPS, async (ctx) => {
+    requireAccount(ctx, ctx.params.account!, UuidSchema);
+    ctx.body = { results: await store.listApps(db, ctx.params.account!) };
+  });
+  router.post(APPS, async (ctx) => {
+    requireAccount(ctx, ctx.params.account!, UuidSchema);
+    const input = parsePlatform(AppCreateSchema, await readJson(ctx, PLATFORM_JSON_LIMIT_BYTES), 'app');
+    try {
+      ctx.body = await store.insertApp(db, ctx.params.account!, input.name, input.repository ?? null);
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505') throw platformConflict('app', 'name', 'an app with this name exists in the account');
+      throw error;
+    }
+    ctx.status = 201;
+  });
+  router.get(`${APPS}/:app`, async (ctx) => {
+    ctx.body = await app(ctx);
+  });
+  router.delete(`${APPS}/:app`, async (ctx) => {
+    await store.deleteApp(db, ctx.params.account!, (await app(ctx)).id);
+    ctx.status = 204;
+  });
+
+  router.get(`${APPS}/:app/environments`, async (ctx) => {
+    ctx.body = { results: await store.listEnvironments(db, (await app(ctx)).id) };
+  });
+  router.post(`${APPS}/:app/environments`, async (ctx) => {
+    const parent = await app(ctx);
+    const input = parsePlatform(EnvironmentCreateSchema, await readJson(ctx, PLATFORM_JSON_LIMIT_BYTES), 'environment');
+    try {
+      ctx.body = await store.insertEnvironment(db, parent.id, input);
+    } catch (error) {
+      if ((error as { code?: string }).code === '23505') throw platformConflict('environment', 'name', 'an environment with this name exists in the app');
+      throw error;
+    }
+    ctx.status = 201;
+  });
+  router.get(ENV, async (ctx) => {
+    ctx.body = await environment(ctx);
+  });
+  router.patch(ENV, async (ctx) => {
+    const env = await environment(ctx);
+    const patch = parsePlatform(EnvironmentPatchSchema, await readJson(ctx, PLATFORM_JSON_LIMIT_BYTES), 'environment');
+    ctx.body = await store.patchEnvironment(db, env.id, patch);
+  });
+  router.delete(ENV, async (ctx) => {
+    await store.deleteEnvironment(db, (await environment(ctx)).id);
+    ctx.status = 204;
+  });
+  // POST .../environments/{environment}:clearCache
+  router.post(ENV, async (ctx) => {
+    const [envId, verb] = split(ctx.params.environment!, ['clearCache']);
+    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
+    const env = await environment(ctx, envId);
+    ctx.status = 202;
+    ctx.body = await store.clearEnvironmentCache(db, env.id);
+  });
+
+  // POST /fu/v1/accounts/{account}/apps/{app}/environments/{environment}:upload (a zip archive)
+  router.post(`/fu${ENV}`, async (ctx) => {
+    const [envId, verb] = split(ctx.params.environment!, ['upload']);
+    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
+    const env = await environment(ctx, envId);
+    const archive = await readRaw(ctx, PLATFORM_UPLOAD_LIMIT_BYTES);
+    // A zip starts with a local file header (PK\3\4) or, when empty, the end-of-directory record (PK\5\6).
+    const magic = archive.subarray(0, 4).toString('hex');
+    if (magic !== '504b0304' && magic !== '504b0506') throw invalidValue('upload', 'body', 'must be a zip archive');
+    const sha256 = createHash('sha256').update(archive).digest('hex');
+    ctx.body = await withTransaction(db, (client) => store.insertUploadAndBuild(client, env.id, archive, sha256));
+    ctx.status = 201;
+  });
+
+  router.get(`${ENV}/builds`, async (ctx) => {
+    ctx.body = { results: await store.listBuilds(db, (await environment(ctx)).id) };
+  });
+  router.get(`${ENV}/builds/:build`, async (ctx) => {
+    const env = await environment(ctx);
+    const build = await store.findBuild(db, env.id, parsePlatform(UuidSchema, ctx.params.build, 'build'));
+    if (!build) throw platformNotFound('build');
+    ctx.body = build;
+  });
+  router.post(`${ENV}/builds/:build`, async (ctx) => {
+    const [buildId, verb] = split(ctx.params.build!, ['cancel']);
+    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
+    const env = await environment(ctx);
+    const build = await store.findBuild(db, env.id, parsePlatform(UuidSchema, buildId, 'build'));
+    if (!build) throw platformNotFound('build');
+    const cancelled = await store.cancelBuild(db, build.id);
+    if (!cancelled) throw platformConflict('build', 'status', `the build already finished (${build.status})`);
+    ctx.body = cancelled;
+  });
+
+  router.get(`${ENV}/domainMappings`, async (ctx) => {
+    ctx.body = { results: await store.listDomainMappings(db, (await environment(ctx)).id) };
+  });
+  // POST .../environments/{environment}/domainMappings:replace
+  router.post(`${ENV}/:collection`, async (ctx) => {
+    if (ctx.params.collection !== 'domainMappings:replace') throw new PlatformError(404, 'Not Found');
+    const env = await environment(ctx);
+    const { domains } = parsePlatform(DomainReplaceSchema, await readJson(ctx, PLATFORM_JSON_LIMIT_BYTES), 'domain_mapping');
+    await withTransaction(db, (client) => store.replaceDomainMappings(client, env.id, domains, () => randomBytes(16).toString('hex')));
+    ctx.body = { results: await store.listDomainMappings(db, env.id) };
+  });
+  // POST .../domainMappings/{domain}:markPrimary | :revalidate | :verifyTxtRecord
+  router.post(`${ENV}/domainMappings/:domain`, async (ctx) => {
+    const [domainName, verb] = split(ctx.params.domain!, ['markPrimary', 'revalidate', 'verifyTxtRecord']);
+    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
+    const env = await environment(ctx);
+    const domain = parsePlatform(DomainSchema, domainName, 'domain_mapping');
+    const mapping = await store.findDomainMapping(db, env.id, domain);
+    if (!mapping) throw platformNotFound('domain_mapping');
+    if (verb === 'markPrimary') {
+      await withTransaction(db, (client) => store.markPrimaryDomain(client, env.id, domain));
+      ctx.body = await store.findDomainMapping(db, env.id, domain);
+      return;
+    }
+    // revalidate and verifyTxtRecord both look the TXT record up now (real DNS).
+    const verified = await hasTxtRecord(mapping.txt_record.name, mapping.txt_record.value);
+    ctx.body = await store.setDomainVerification(db, env.id, domain, verified ? 'verified' : 'failed');
+  });
+
+  return router;
+}
+
+async function hasTxtRecord(name: string, value: string): Promise<boolean> {
+  const resolver = new Resolver({ timeout: 3000, tries: 1 });
+  try {
+    const records = await resolver.resolveTxt(name);
+    return records.some((chunks) => chunks.join('') === value);
+  } catch {
+    return false; // NXDOMAIN, no TXT, timeout: not verified
+  }
+}

@@ -1,0 +1,135 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { startGatewayEnv, usageRowFor, type GatewayEnv } from './gateway-env';
+import { json } from '../../support/factories';
+
+let env: GatewayEnv;
+let client: Anthropic;
+beforeAll(async () => {
+  env = await startGatewayEnv({ MESSAGES_BODY_LIMIT_BYTES: String(64 * 1024) });
+  client = new Anthropic({ apiKey: env.tenant.key, baseURL: env.api.url, maxRetries: 0 });
+});
+afterAll(() => env.close());
+
+const post = (body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${env.api.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'x-api-key': env.tenant.key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers },
+    body: JSON.stringify(body),
+  });
+
+const weatherTool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } };
+
+describe('the official anthropic client against the gateway', () => {
+  test('plain message, bare and prefixed model names', async () => {
+    for (const model of ['claude-sonnet-4-5', 'anthropic/claude-sonnet-4-5']) {
+      const message = await client.messages.create({ model, max_tokens: 100, messages: [{ role: 'user', content: 'Hello native' }] });
+      expect(message).toMatchObject({ type: 'message', role: 'assistant', stop_reason: 'end_turn', stop_sequence: null, content: [{ type: 'text', text: 'You said: Hello native' }] });
+      expect(message.usage).toMatchObject({ output_tokens: 4, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 });
+    }
+  });
+
+  test('streamed message with thinking: native events and the final message', async () => {
+    const stream = client.messages.stream({
+      model: 'claude-haiku-4-5',
+      max_tokens: 4000,
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+      messages: [{ role: 'user', content: 'think first [[think]] [[tokens:6]]' }],
+    });
+    const types = new Set<string>();
+    stream.on('streamEvent', (event) => types.add(event.type === 'content_block_delta' ? `${event.type}:${event.delta.type}` : event.type));
+    const final = await stream.finalMessage();
+    expect(final.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+    expect(final.content[0]).toMatchObject({ type: 'thinking', thinking: 'Thinking about: think first', signature: expect.stringMatching(/^sim-sig-/) });
+    expect((final.content[1] as Anthropic.TextBlock).text.split(' ')).toHaveLength(6);
+    expect(final.usage.output_tokens).toBe(10);
+    expect([...types]).toEqual(
+      expect.arrayContaining(['message_start', 'content_block_start', 'content_block_delta:thinking_delta', 'content_block_delta:signature_delta', 'content_block_delta:text_delta', 'content_block_stop', 'message_delta', 'message_stop']),
+    );
+    const sent = env.sim.requests.at(-1)!.body as Record<string, unknown>;
+    expect(sent.thinking).toEqual({ type: 'enabled', budget_tokens: 2000 });
+  });
+
+  test('tool call round trip, plain and streamed (input_json_delta)', async () => {
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'weather? [[tool:get_weather {"city":"Oslo"}]]' }];
+    const first = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 200, tools: [weatherTool], messages });
+    expect(first.stop_reason).toBe('tool_use');
+    const use = first.content.find((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use')!;
+    expect(use).toMatchObject({ name: 'get_weather', input: { city: 'Oslo' } });
+
+    const streamed = client.messages.stream({ model: 'claude-sonnet-4-5', max_tokens: 200, tools: [weatherTool], messages });
+    const deltas: string[] = [];
+    streamed.on('inputJson', (partial) => deltas.push(partial));
+    const final = await streamed.finalMessage();
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(final.content.find((block) => block.type === 'tool_use')).toMatchObject({ input: { city: 'Oslo' } });
+
+    const second = await client.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 200,
+      tools: [weatherTool],
+      messages: [...messages, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'snow' }] }],
+    });
+    expect(second.content).toEqual([{ type: 'text', text: 'Tool results: snow' }]);
+  });
+
+  test('errors arrive as the SDK error classes', async () => {
+    await expect(client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: '[[error:429]]' }] })).rejects.toBeInstanceOf(Anthropic.RateLimitError);
+    await expect(client.messages.create({ model: 'openai/gpt-4o', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+  });
+});
+
+describe('native protocol details', () => {
+  test('anthropic-version and anthropic-beta are forwarded; cache_control passes through; usage is metered', async () => {
+    const response = await post(
+      {
+        model: 'claude-sonnet-4-5',
+        max_tokens: 50,
+        system: [{ type: 'text', text: 'long system prompt', cache_control: { type: 'ephemeral' } }],
+        messages: [{ role: 'user', content: 'cached [[cache-write:3]]' }],
+        service_tier: 'auto',
+      },
+      { 'anthropic-beta': 'prompt-caching-2024-07-31' },
+    );
+    expect(response.status).toBe(200);
+    const body = await json(response);
+    expect(body.usage.cache_creation_input_tokens).toBe(3);
+    const upstream = env.sim.requests.at(-1)!;
+    expect(upstream.headers['anthropic-version']).toBe('2023-06-01');
+    expect(upstream.headers['anthropic-beta']).toBe('prompt-caching-2024-07-31');
+    expect(upstream.body).toMatchObject({ model: 'claude-sonnet-4-5', system: [{ cache_control: { type: 'ephemeral' } }], service_tier: 'auto' });
+    const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+    expect(row).toMatchObject({ model: 'anthropic/claude-sonnet-4-5', cache_creation_input_tokens: '3' });
+  });
+
+  test('errors use the native envelope, typed by status', async () => {
+    const cases: Array<[unknown, Record<string, string>, number, string]> = [
+      [{ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'x' }] }, {}, 400, 'invalid_request_error'],
+      [{ model: 'google/gemini-2.5-pro', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }, {}, 404, 'not_found_error'],
+      [{ model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }, { 'x-api-key': 'svc_short' }, 401, 'authentication_error'],
+    ];
+    for (const [body, headers, status, type] of cases) {
+      const response = await post(body, headers);
+      expect(response.status).toBe(status);
+      expect(await json(response)).toEqual({ type: 'error', error: { type, message: expect.any(String), request_id: response.headers.get('x-request-id') } });
+    }
+    const overloaded = await post({ model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: '[[error:529]]' }] });
+    expect(overloaded.status).toBe(529);
+    expect((await json(overloaded)).error.type).toBe('overloaded_error');
+  });
+
+  test('a body over the configured limit is refused as request_too_large', async () => {
+    const response = await post({ model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: 'x'.repeat(70 * 1024) }] });
+    expect(response.status).toBe(413);
+    expect((await json(response)).error.type).toBe('request_too_large');
+  });
+
+  test('a stream cut midway ends with a native error event, which the SDK raises', async () => {
+    const response = await post({ model: 'claude-haiku-4-5', max_tokens: 500, stream: true, messages: [{ role: 'user', content: '[[tokens:30]] [[cut:8]]' }] });
+    const text = await response.text();
+    expect(text).toContain('event: message_start');
+    expect(text.trim().split('\n\n').at(-1)).toMatch(/^event: error\ndata: \{"type":"error","error":\{"type":"api_error"/);
+    expect(text).not.toContain('message_stop');
+    const stream = client.messages.stream({ model: 'claude-haiku-4-5', max_tokens: 500, messages: [{ role: 'user', content: '[[tokens:30]] [[cut:8]]' }] });
+    await expect(stream.finalMessage()).rejects.toThrow();
+  });
+});

@@ -1,0 +1,277 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startApi, type TestApi } from '../../support/harness';
+import { uniqueId } from '../../support/config';
+import { createKey, createServiceToken, createTenant, json, type Tenant } from '../../support/factories';
+import { revokeApiKey } from '../../../src/store/api-keys';
+import { connectSiteUser, setSiteStatus } from '../../../src/store/sites';
+import { sign } from '../../../src/api/mcp/site-abilities';
+
+/**
+ * A small HTTP server playing a registered site: it verifies the gateway's HMAC signature
+ * with the site's secret exactly as a plugin would, and serves two abilities.
+ */
+interface FakeSite {
+  url: string;
+  secret: string;
+  calls: { method: string; path: string; actingUser: string; body: string }[];
+  server: Server;
+}
+
+async function startFakeSite(): Promise<FakeSite> {
+  const site: FakeSite = { url: '', secret: '', calls: [], server: undefined as unknown as Server };
+  const seenNonces = new Set<string>();
+  site.server = createServer(async (request: IncomingMessage, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const header = (name: string) => String(request.headers[name] ?? '');
+    const timestamp = Number(header('x-gateway-timestamp'));
+    const expected = sign(site.secret, {
+      method: request.method!,
+      pathAndQuery: request.url!,
+      actingUser: header('x-gateway-acting-user'),
+      body,
+      timestamp,
+      nonce: header('x-gateway-nonce'),
+    });
+    const given = header('x-gateway-signature');
+    const valid =
+      given.length === expected.length &&
+      timingSafeEqual(Buffer.from(given), Buffer.from(expected)) &&
+      Math.abs(Date.now() / 1000 - timestamp) <= 300 &&
+      !seenNonces.has(header('x-gateway-nonce'));
+    const send = (status: number, value: unknown) => {
+      response.writeHead(status, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(value));
+    };
+    if (!valid) return send(401, { code: 'invalid_signature', message: 'bad signature' });
+    seenNonces.add(header('x-gateway-nonce'));
+    site.calls.push({ method: request.method!, path: request.url!, actingUser: header('x-gateway-acting-user'), body });
+    if (request.method === 'GET' && request.url === '/blog/wp-json/gateway/v1/abilities') {
+      return send(200, {
+        abilities: [
+          { name: 'core/get-site-info', label: 'Site info', description: 'Returns the site title', input_schema: { type: 'object' } },
+          { name: 'posts/create-draft', label: 'Create draft', input_schema: { type: 'object', properties: { title: { type: 'string' } } } },
+        ],
+      });
+    }
+    if (request.method === 'POST' && request.url === '/blog/wp-json/gateway/v1/abilities/run') {
+      const { ability, input } = JSON.parse(body) as { ability: string; input: { title?: string } };
+      if (ability === 'posts/create-draft') return send(200, { output: { post_id: 42, title: input.title } });
+      return send(404, { code: 'not_found', message: `no ability ${ability}` });
+    }
+    send(404, { message: 'no route' });
+  });
+  await new Promise<void>((resolve) => site.server.listen(0, '127.0.0.1', resolve));
+  site.url = `http://127.0.0.1:${(site.server.address() as AddressInfo).port}/blog`;
+  return site;
+}
+
+let api: TestApi;
+let tenant: Tenant;
+let fakeSite: FakeSite;
+let siteId: string;
+let hiddenSiteId: string;
+const owner = uniqueId('user-');
+
+beforeAll(async () => {
+  api = await startApi();
+  tenant = await createTenant(api.deps.db);
+  fakeSite = await startFakeSite();
+  const register = async (body: unknown) => {
+    const token = await createServiceToken(api.deps.db, tenant.accountId, uniqueId('client-'));
+    const response = await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    return json(response);
+  };
+  const registered = await register({ site_url: fakeSite.url, display_name: 'Fake blog', project_id: tenant.projectId });
+  fakeSite.secret = registered.site_hmac_secret;
+  siteId = registered.site_id;
+  hiddenSiteId = (await register({ site_url: `https://${uniqueId('h')}.example.com` })).site_id; // no project: invisible
+  await connectSiteUser(api.deps.db, siteId, owner, 'admin');
+});
+afterAll(async () => {
+  fakeSite.server.close();
+  await api.close();
+});
+
+async function connect(key: string): Promise<Client> {
+  const client = new Client({ name: 'test-client', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${api.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+  return client;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const structured = (result: any) => result.structuredContent as any;
+
+describe('POST /v1/mcp with the official MCP SDK client', () => {
+  test('initialize, list tools, ping', async () => {
+    const client = await connect(tenant.key);
+    expect(client.getServerVersion()?.name).toBe('agent-gateway');
+    const tools = await client.listTools();
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(['list_account_sites', 'list_site_abilities', 'ping', 'run_site_ability']);
+    const pong = await client.callTool({ name: 'ping', arguments: {} });
+    expect(structured(pong)).toEqual({ message: 'pong', project_id: tenant.projectId });
+    await client.close();
+  });
+
+  test("list_account_sites: only the key's project, status filter, connection status for the key's owner", async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
+    const client = await connect(key);
+    const active = structured(await client.callTool({ name: 'list_account_sites', arguments: {} }));
+    expect(active.sites).toEqual([
+      { site_id: siteId, site_url: fakeSite.url, display_name: 'Fake blog', status: 'active', cms_connection_status: 'connected', created_at: expect.any(String) },
+    ]);
+    expect(JSON.stringify(active)).not.toContain(hiddenSiteId);
+    expect(structured(await client.callTool({ name: 'list_account_sites', arguments: { status: 'revoked' } })).sites).toEqual([]);
+    const bad = await client.callTool({ name: 'list_account_sites', arguments: { status: 'deleted' } });
+    expect(bad.isError).toBe(true);
+    await client.close();
+
+    const stranger = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: uniqueId('other-') });
+    const strangerClient = await connect(stranger.key);
+    expect(structured(await strangerClient.callTool({ name: 'list_account_sites', arguments: {} })).sites[0].cms_connection_status).toBe('not_connected');
+    await strangerClient.close();
+
+    const projectKey = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'project' });
+    const projectClient = await connect(projectKey.key);
+    expect(structured(await projectClient.callTool({ name: 'list_account_sites', arguments: {} })).sites[0].cms_connection_status).toBe('no_acting_user');
+    await projectClient.close();
+
+    const otherTenant = await createTenant(api.deps.db);
+    const otherClient = await connect(otherTenant.key);
+    expect(structured(await otherClient.callTool({ name: 'list_account_sites', arguments: {} })).sites).toEqual([]);
+    await otherClient.close();
+  });
+
+  test('suspended and revoked sites are listed under their status only', async () => {
+    const token = await createServiceToken(api.deps.db, tenant.accountId, uniqueId('client-'));
+    const registered = await json(await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: `https://${uniqueId('s')}.example.com`, project_id: tenant.projectId }) }));
+    await setSiteStatus(api.deps.db, registered.site_id, 'suspended');
+    const client = await connect(tenant.key);
+    const ids = async (status?: string) => structured(await client.callTool({ name: 'list_account_sites', arguments: status ? { status } : {} })).sites.map((s: { site_id: string }) => s.site_id);
+    expect(await ids()).not.toContain(registered.site_id);
+    expect(await ids('suspended')).toEqual([registered.site_id]);
+    await client.close();
+  });
+
+  test('personal key: list and run abilities through an HMAC-signed call to the site, acting as the owner', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'restricted', scopes: { mcp: 'write' }, type: 'personal', ownerSubject: owner });
+    const client = await connect(key);
+    const listed = structured(await client.callTool({ name: 'list_site_abilities', arguments: { site_id: siteId } }));
+    expect(listed.abilities.map((a: { name: string }) => a.name)).toEqual(['core/get-site-info', 'posts/create-draft']);
+    const ran = await client.callTool({ name: 'run_site_ability', arguments: { site_id: siteId, ability: 'posts/create-draft', input: { title: 'Hello' } } });
+    expect(ran.isError).toBeFalsy();
+    expect(structured(ran)).toEqual({ site_id: siteId, ability: 'posts/create-draft', output: { post_id: 42, title: 'Hello' } });
+    const last = fakeSite.calls[fakeSite.calls.length - 1]!;
+    expect(last).toMatchObject({ method: 'POST', path: '/blog/wp-json/gateway/v1/abilities/run', actingUser: owner });
+    expect(JSON.parse(last.body)).toEqual({ ability: 'posts/create-draft', input: { title: 'Hello' } });
+
+    const missing = await client.callTool({ name: 'run_site_ability', arguments: { site_id: siteId, ability: 'nope/nothing' } });
+    expect(missing.isError).toBe(true);
+    expect(structured(missing).error.code).toBe('not_found');
+    await client.close();
+  });
+
+  test('a site that cannot verify the signature (wrong secret) refuses: the tool reports the error', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
+    const real = fakeSite.secret;
+    fakeSite.secret = 'f'.repeat(64);
+    try {
+      const client = await connect(key);
+      const result = await client.callTool({ name: 'list_site_abilities', arguments: { site_id: siteId } });
+      expect(result.isError).toBe(true);
+      expect(structured(result).error.code).toBe('invalid_signature');
+      await client.close();
+    } finally {
+      fakeSite.secret = real;
+    }
+  });
+
+  test('ability tools: project keys get a clear permission error; other checks', async () => {
+    const projectKey = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'project' });
+    const client = await connect(projectKey.key);
+    for (const name of ['list_site_abilities', 'run_site_ability']) {
+      const result = await client.callTool({ name, arguments: { site_id: siteId, ability: 'core/get-site-info' } });
+      expect(result.isError).toBe(true);
+      expect(structured(result).error.code).toBe('permission_denied');
+      expect(structured(result).error.message).toMatch(/personal MCP key/);
+    }
+    await client.close();
+    const callsBefore = fakeSite.calls.length;
+
+    const stranger = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: uniqueId('x') });
+    const strangerClient = await connect(stranger.key);
+    const notConnected = await strangerClient.callTool({ name: 'list_site_abilities', arguments: { site_id: siteId } });
+    expect(structured(notConnected).error.message).toMatch(/not connected/);
+    const hidden = await strangerClient.callTool({ name: 'list_site_abilities', arguments: { site_id: hiddenSiteId } });
+    expect(structured(hidden).error.code).toBe('not_found');
+    await strangerClient.close();
+    expect(fakeSite.calls.length).toBe(callsBefore); // none of these reached the site
+  });
+});
+
+describe('POST /v1/mcp: credentials', () => {
+  const rawCall = (key: string | undefined, body: unknown = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }) =>
+    fetch(`${api.url}/v1/mcp`, {
+      method: 'POST',
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(body),
+    });
+
+  test('a raw initialize over HTTP answers JSON-RPC 2.0 with the server info', async () => {
+    const response = await rawCall(tenant.key);
+    expect(response.status).toBe(200);
+    const body = await json(response);
+    expect(body).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'agent-gateway' } } });
+  });
+
+  test('revoked key: 401 {error: invalid_token, error_description}', async () => {
+    const { key, id } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
+    expect((await rawCall(key)).status).toBe(200);
+    await revokeApiKey(api.deps.db, id);
+    const response = await rawCall(key);
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+    expect(await json(response)).toEqual({ error: 'invalid_token', error_description: expect.any(String) });
+  });
+
+  test('malformed or missing key: 401 invalid_token', async () => {
+    expect(await json(await rawCall('sk_' + 'a'.repeat(43)))).toEqual({ error: 'invalid_token', error_description: expect.any(String) });
+    const missing = await rawCall(undefined);
+    expect(missing.status).toBe(401);
+    expect((await json(missing)).error).toBe('invalid_token');
+  });
+
+  test('the SDK client surfaces the 401 of a revoked key', async () => {
+    const { key, id } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
+    await revokeApiKey(api.deps.db, id);
+    await expect(connect(key)).rejects.toThrow(/401|invalid_token|Unauthorized/i);
+  });
+
+  test.each([
+    ['read_only preset', { preset: 'read_only' as const }],
+    ['mcp at read', { preset: 'restricted' as const, scopes: { mcp: 'read' as const } }],
+    ['no mcp scope', { preset: 'restricted' as const, scopes: { chat: 'write' as const } }],
+  ])('%s: 403 permission_error naming the mcp scope', async (_label, options) => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, ...options });
+    const response = await rawCall(key);
+    expect(response.status).toBe(403);
+    const body = await json(response);
+    expect(body.error).toMatchObject({ type: 'permission_error', code: 403 });
+    expect(body.error.message).toContain('mcp:write');
+  });
+
+  test('site service tokens are not MCP credentials', async () => {
+    const token = await createServiceToken(api.deps.db, tenant.accountId);
+    expect((await rawCall(token)).status).toBe(403);
+  });
+
+  test('GET is 405: the endpoint is stateless and offers no server stream', async () => {
+    const response = await fetch(`${api.url}/v1/mcp`, { headers: { authorization: `Bearer ${tenant.key}` } });
+    expect(response.status).toBe(405);
+  });
+});

@@ -1,0 +1,210 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Pool } from 'pg';
+import { createPool } from '../../../src/store/db';
+import { createLogger } from '../../../src/logger';
+import { createPlatformApp } from '../../../src/platform/app';
+import { PLATFORM_OPENAPI } from '../../../src/platform/openapi';
+import { hashPassword } from '../../../src/domain/platform';
+import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../../../src/store/platform';
+import { testConfig, uniqueId } from '../../support/config';
+import { json } from '../../support/factories';
+
+let db: Pool;
+let server: Server;
+let url: string;
+let accountId: string;
+let otherAccountId: string;
+const username = uniqueId('platform-user-');
+const password = 'correct horse battery staple';
+const auth = { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` };
+
+beforeAll(async () => {
+  db = createPool(testConfig().DATABASE_URL, 4);
+  server = createServer(createPlatformApp({ db, logger: createLogger({ level: 'silent' }) }).callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await insertPlatformUser(db, username, await hashPassword(password));
+  accountId = (await insertPlatformAccount(db, 'mine')).id;
+  otherAccountId = (await insertPlatformAccount(db, 'theirs')).id;
+  await grantPlatformAccount(db, username, accountId);
+});
+afterAll(async () => {
+  server.close();
+  await db.end();
+});
+
+const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}${path}`, {
+    method,
+    headers: { ...auth, ...(body !== undefined && !(body instanceof Uint8Array) ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body === undefined ? undefined : body instanceof Uint8Array ? body : JSON.stringify(body),
+  });
+
+describe('platform API: authentication and errors', () => {
+  test('missing, wrong and unknown Basic credentials: 401 in the platform envelope', async () => {
+    for (const headers of [{}, { authorization: `Basic ${Buffer.from(`${username}:wrong`).toString('base64')}` }, { authorization: `Basic ${Buffer.from('nobody:x').toString('base64')}` }]) {
+      const response = await fetch(`${url}/v1/sites`, { headers });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toMatch(/^Basic realm="platform"/);
+      const body = await json(response);
+      expect(body.message).toEqual(expect.any(String));
+      expect(body.errors[0]).toMatchObject({ resource: 'authentication', type: 'access_error' });
+    }
+  });
+
+  test('passwords are stored scrypt-hashed', async () => {
+    const { rows } = await db.query('SELECT password_hash FROM platform_users WHERE username = $1', [username]);
+    expect(rows[0].password_hash).toMatch(/^scrypt\$16384\$8\$1\$/);
+    expect(rows[0].password_hash).not.toContain(password);
+  });
+
+  test('unknown route: 404 with errors[]', async () => {
+    const response = await call('GET', '/v1/nothing');
+    expect(response.status).toBe(404);
+    expect((await json(response)).errors[0].resource).toBe('route');
+  });
+
+  test('the OpenAPI document is public and documents every platform path', async () => {
+    const response = await fetch(`${url}/v1/openapi.json`);
+    expect(response.status).toBe(200);
+    const document = await json(response);
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe('1.0');
+    expect(Object.keys(document.paths)).toEqual(Object.keys(PLATFORM_OPENAPI.paths));
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/v1/sites', '/v1/sites/{site_id}', '/v1/accounts/{account}/apps/{app}/environments/{environment}:clearCache']));
+  });
+});
+
+describe('GET /v1/sites', () => {
+  let siteIds: string[];
+  beforeAll(async () => {
+    siteIds = [];
+    for (let i = 0; i < 5; i++) siteIds.push((await insertPlatformSite(db, { accountId, name: `site ${i}`, tags: i === 0 ? ['a', 'b'] : [] })).id);
+    await insertPlatformInstall(db, { siteId: siteIds[0]!, name: 'prod0', environment: 'production', cname: 'prod0.example.net', phpVersion: '8.2', isMultisite: false });
+    await insertPlatformSite(db, { accountId: otherAccountId, name: 'not mine' });
+  });
+
+  test('pages with previous/next paths and the total count', async () => {
+    const first = await json(await call('GET', `/v1/sites?limit=2&account_id=${accountId}`));
+    expect(first.count).toBe(5);
+    expect(first.previous).toBeNull();
+    expect(first.next).toBe(`/v1/sites?limit=2&offset=2&account_id=${accountId}`);
+    expect(first.results.map((s: { id: string }) => s.id)).toEqual(siteIds.slice(0, 2));
+    const second = await json(await call('GET', first.next));
+    expect(second.previous).toBe(`/v1/sites?limit=2&offset=0&account_id=${accountId}`);
+    const last = await json(await call('GET', `/v1/sites?limit=2&offset=4&account_id=${accountId}`));
+    expect(last.next).toBeNull();
+    expect(last.results).toHaveLength(1);
+  });
+
+  test('platform site fields, installs included', async () => {
+    const site = await json(await call('GET', `/v1/sites/${siteIds[0]}`));
+    expect(site).toEqual({
+      id: siteIds[0],
+      name: 'site 0',
+      account: { id: accountId },
+      group_name: null,
+      tags: ['a', 'b'],
+      created_at: expect.any(String),
+      sandbox: false,
+      transferable: false,
+      installs: [{ id: expect.any(String), name: 'prod0', environment: 'production', cname: 'prod0.example.net', php_version: '8.2', is_multisite: false }],
+    });
+  });
+
+  test("without account_id: only the user's accounts", async () => {
+    const all = await json(await call('GET', '/v1/sites?limit=100'));
+    expect(all.results.every((s: { account: { id: string } }) => s.account.id === accountId)).toBe(true);
+  });
+
+  test('another account: 403 on the list, 404 on the site; bad parameters: 400', async () => {
+    expect((await call('GET', `/v1/sites?account_id=${otherAccountId}`)).status).toBe(403);
+    const { rows } = await db.query('SELECT id FROM platform_sites WHERE account_id = $1', [otherAccountId]);
+    expect((await call('GET', `/v1/sites/${rows[0].id}`)).status).toBe(404);
+    const bad = await call('GET', '/v1/sites/not-a-uuid');
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).errors[0]).toMatchObject({ resource: 'site', type: 'invalid_value' });
+    expect((await call('GET', '/v1/sites?limit=0')).status).toBe(400);
+    expect((await call('GET', '/v1/sites?limit=101')).status).toBe(400);
+    expect((await call('GET', '/v1/sites?offset=-1')).status).toBe(400);
+    expect((await call('GET', '/v1/sites?account_id=x')).status).toBe(400);
+  });
+});
+
+describe('headless applications', () => {
+  test('apps, environments, cache, zip upload, builds, domain mappings', async () => {
+    const apps = `/v1/accounts/${accountId}/apps`;
+    const created = await call('POST', apps, { name: 'storefront', repository: 'https://git.example.com/shop.git' });
+    expect(created.status).toBe(201);
+    const app = await json(created);
+    expect(app).toMatchObject({ name: 'storefront', account: { id: accountId } });
+    expect((await call('POST', apps, { name: 'storefront' })).status).toBe(409);
+    expect((await call('POST', apps, { name: 'x', colour: 'red' })).status).toBe(400);
+    expect((await json(await call('GET', apps))).results.map((a: { id: string }) => a.id)).toContain(app.id);
+    expect((await call('GET', `/v1/accounts/${otherAccountId}/apps`)).status).toBe(403);
+
+    const envs = `${apps}/${app.id}/environments`;
+    const env = await json(await call('POST', envs, { name: 'production', branch: 'main', variables: { API_URL: 'https://api' } }));
+    expect(env).toMatchObject({ name: 'production', branch: 'main', variables: { API_URL: 'https://api' }, cache_cleared_at: null });
+    expect((await call('POST', envs, { name: 'Not A Slug' })).status).toBe(400);
+    const patched = await json(await call('PATCH', `${envs}/${env.id}`, { branch: null }));
+    expect(patched).toMatchObject({ branch: null, variables: { API_URL: 'https://api' } });
+    const cleared = await call('POST', `${envs}/${env.id}:clearCache`);
+    expect(cleared.status).toBe(202);
+    expect((await json(cleared)).cache_cleared_at).toEqual(expect.any(String));
+    expect((await call('POST', `${envs}/${env.id}:explode`)).status).toBe(404);
+
+    // An empty zip archive is the end-of-central-directory record alone.
+    const zip = new Uint8Array(Buffer.concat([Buffer.from('504b0506', 'hex'), Buffer.alloc(18)]));
+    const upload = await call('POST', `/fu${envs}/${env.id}:upload`, zip, { 'content-type': 'application/zip' });
+    expect(upload.status).toBe(201);
+    const uploaded = await json(upload);
+    expect(uploaded.upload.size_bytes).toBe(22);
+    expect(uploaded.build.status).toBe('queued');
+    expect((await call('POST', `/fu${envs}/${env.id}:upload`, new Uint8Array(Buffer.from('not a zip')), { 'content-type': 'application/zip' })).status).toBe(400);
+
+    const builds = await json(await call('GET', `${envs}/${env.id}/builds`));
+    expect(builds.results.map((b: { id: string }) => b.id)).toEqual([uploaded.build.id]);
+    expect((await json(await call('GET', `${envs}/${env.id}/builds/${uploaded.build.id}`))).upload_id).toBe(uploaded.upload.id);
+    const cancelled = await json(await call('POST', `${envs}/${env.id}/builds/${uploaded.build.id}:cancel`));
+    expect(cancelled.status).toBe('cancelled');
+    expect((await call('POST', `${envs}/${env.id}/builds/${uploaded.build.id}:cancel`)).status).toBe(409);
+
+    const mappings = `${envs}/${env.id}/domainMappings`;
+    const replaced = await json(await call('POST', `${mappings}:replace`, { domains: ['shop.example.com', 'www.example.com'] }));
+    expect(replaced.results.map((m: { domain: string }) => m.domain)).toEqual(['shop.example.com', 'www.example.com']);
+    expect(replaced.results[0].txt_record.name).toBe('_platform-verify.shop.example.com');
+    const primary = await json(await call('POST', `${mappings}/www.example.com:markPrimary`));
+    expect(primary.is_primary).toBe(true);
+    await call('POST', `${mappings}/shop.example.com:markPrimary`);
+    const listed = await json(await call('GET', mappings));
+    expect(listed.results.filter((m: { is_primary: boolean }) => m.is_primary).map((m: { domain: string }) => m.domain)).toEqual(['shop.example.com']);
+    // No such TXT record is published for example.com: verification fails, and says when it checked.
+    const verified = await json(await call('POST', `${mappings}/shop.example.com:verifyTxtRecord`));
+    expect(verified).toMatchObject({ verification_status: 'failed', checked_at: expect.any(String) });
+    expect((await call('POST', `${mappings}/nope.example.com:revalidate`)).status).toBe(404);
+    await call('POST', `${mappings}:replace`, { domains: ['www.example.com'] });
+    expect((await json(await call('GET', mappings))).results.map((m: { domain: string }) => m.domain)).toEqual(['www.example.com']);
+
+    expect((await call('DELETE', `${envs}/${env.id}`)).status).toBe(204);
+    expect((await call('GET', `${envs}/${env.id}`)).status).toBe(404);
+    expect((await call('DELETE', `${apps}/${app.id}`)).status).toBe(204);
+    expect((await call('GET', `${apps}/${app.id}`)).status).toBe(404);
+  });
+});
+
+describe('admin CLI', () => {
+  test('platform-user create makes Basic credentials that work', async () => {
+    const name = uniqueId('cli-user-');
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/bin/admin.ts', 'platform-user', 'create', '--username', name, '--password', 'another long password'], {
+      env: { ...process.env, DATABASE_URL: testConfig().DATABASE_URL },
+    });
+    expect(JSON.parse(stdout)).toMatchObject({ username: name });
+    const response = await fetch(`${url}/v1/sites`, { headers: { authorization: `Basic ${Buffer.from(`${name}:another long password`).toString('base64')}` } });
+    expect(response.status).toBe(200);
+    expect((await json(response)).count).toBe(0);
+  });
+});

@@ -1,0 +1,151 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { bearer, createTenant } from '../../support/factories';
+import { apiClient, createSession, tenantWithAgent, type ApiClient } from './support';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi({ RATE_LIMIT_BURST: '5000', EVENT_STREAM_KEEPALIVE_MS: '150' });
+});
+afterAll(() => api.close());
+
+/** A raw SSE reader over fetch: collects frames (blank-line separated) as they arrive. */
+async function openStream(path: string, token: string, headers: Record<string, string> = {}) {
+  const controller = new AbortController();
+  const response = await fetch(`${api.url}${path}`, { headers: { ...bearer(token), ...headers }, signal: controller.signal });
+  const frames: string[] = [];
+  let waiters: Array<() => void> = [];
+  if (response.ok && response.body) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    void (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += decoder.decode(value, { stream: true });
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            frames.push(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+          }
+          waiters.forEach((wake) => wake());
+          waiters = [];
+        }
+      } catch {
+        // aborted by close()
+      }
+    })();
+  }
+  const events = () =>
+    frames
+      .filter((frame) => frame.split('\n').some((line) => line.startsWith('data: ')))
+      .map((frame) => {
+        const id = frame.split('\n').find((line) => line.startsWith('id: '))!.slice(4);
+        const data = JSON.parse(frame.split('\n').find((line) => line.startsWith('data: '))!.slice(6));
+        return { id, data };
+      });
+  const until = async (predicate: () => boolean, timeoutMs = 5000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error(`stream condition not met; frames so far: ${JSON.stringify(frames)}`);
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        setTimeout(resolve, 50);
+      });
+    }
+  };
+  return { response, frames, events, until, close: () => controller.abort() };
+}
+
+const note = (text: string) => ({ type: 'system.message', content: [{ type: 'text', text }] });
+const append = async (client: ApiClient, sessionId: string, text: string) =>
+  (await client.post(`/v1/sessions/${sessionId}/events`, { events: [note(text)] })).body.data[0].id as string;
+
+describe('GET /v1beta1/sessions/{id}/events/stream', () => {
+  test('delivers the events appended after it opens, in order, with their ids, in the listing shape', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    await append(client, session.id, 'before');
+    const stream = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key);
+    try {
+      expect(stream.response.status).toBe(200);
+      expect(stream.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      await stream.until(() => stream.frames.length > 0);
+      const ids = [await append(client, session.id, 'one'), await append(client, session.id, 'two')];
+      ids.push(...(await client.post(`/v1/sessions/${session.id}/events`, { events: [note('three'), note('four')] })).body.data.map((e: { id: string }) => e.id));
+      await stream.until(() => stream.events().length >= 4);
+      expect(stream.events().map((e) => e.id)).toEqual(ids);
+      const listed = (await client.get(`/v1/sessions/${session.id}/events?after_id=${ids[0]}&limit=1`)).body.data[0];
+      expect(stream.events()[1]!.data).toEqual(listed);
+    } finally {
+      stream.close();
+    }
+  });
+
+  test('keep-alive comments flow while nothing happens', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const stream = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key);
+    try {
+      await stream.until(() => stream.frames.filter((frame) => frame === ': keep-alive').length >= 2);
+    } finally {
+      stream.close();
+    }
+  });
+
+  test('Last-Event-ID resumes right after that event; an id of another session is 400', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const ids = [await append(client, session.id, 'a'), await append(client, session.id, 'b'), await append(client, session.id, 'c')];
+    const stream = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key, { 'last-event-id': ids[0]! });
+    try {
+      await stream.until(() => stream.events().length >= 2);
+      ids.push(await append(client, session.id, 'd'));
+      await stream.until(() => stream.events().length >= 3);
+      expect(stream.events().map((e) => e.id)).toEqual(ids.slice(1));
+    } finally {
+      stream.close();
+    }
+    const other = await createSession(client, agent.id);
+    const otherId = await append(client, other.id, 'x');
+    const refused = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key, { 'last-event-id': otherId });
+    expect(refused.response.status).toBe(400);
+  });
+
+  test('same callers as the event routes: browser tokens bound to the agent; other projects get 404', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id, { owner_id: 'v1' });
+    const token = (await client.post('/v1/browser-tokens', { agent_id: agent.id, owner_id: 'v1' })).body.token;
+    const stream = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, token);
+    try {
+      expect(stream.response.status).toBe(200);
+      await stream.until(() => stream.frames.length > 0);
+      const id = await append(client, session.id, 'hello');
+      await stream.until(() => stream.events().length === 1);
+      expect(stream.events()[0]!.id).toBe(id);
+    } finally {
+      stream.close();
+    }
+    const wrongVisitor = (await client.post('/v1/browser-tokens', { agent_id: agent.id, owner_id: 'v2' })).body.token;
+    expect((await openStream(`/v1beta1/sessions/${session.id}/events/stream`, wrongVisitor)).response.status).toBe(404);
+    const outsider = await createTenant(api.deps.db);
+    expect((await openStream(`/v1beta1/sessions/${session.id}/events/stream`, outsider.key)).response.status).toBe(404);
+    expect(tenant.projectId).toBeTruthy();
+  });
+
+  test('many streams on many sessions share one listener and each gets only its own events', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const sessions = await Promise.all(Array.from({ length: 5 }, () => createSession(client, agent.id)));
+    const streams = await Promise.all(sessions.map((s) => openStream(`/v1beta1/sessions/${s.id}/events/stream`, tenant.key)));
+    try {
+      await Promise.all(streams.map((s) => s.until(() => s.frames.length > 0)));
+      const ids = await Promise.all(sessions.map((s, i) => append(client, s.id, `for ${i}`)));
+      await Promise.all(streams.map((s) => s.until(() => s.events().length >= 1)));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      streams.forEach((s, i) => expect(s.events().map((e) => e.id)).toEqual([ids[i]]));
+    } finally {
+      streams.forEach((s) => s.close());
+    }
+  });
+});

@@ -1,0 +1,208 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { createKey, createServiceToken, createTenant } from '../../support/factories';
+import { apiClient, createAgent, createSession, PLAIN_MODEL, tenantWithAgent } from './support';
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi({ RATE_LIMIT_BURST: '5000' });
+});
+afterAll(() => api.close());
+
+const x = (n: number, ch = 'a') => ch.repeat(n);
+
+describe('POST /v1/sessions', () => {
+  test('a session has its resolved agent, status idle, all five usage integers and round-trips its fields', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const reply = await client.post('/v1/sessions', { agent: agent.id, title: 'Hi', reasoning_effort: 'high', metadata: { k: 'v' }, owner_id: 'visitor-1' });
+    expect(reply.status).toBe(201);
+    expect(reply.body).toMatchObject({
+      type: 'session',
+      agent,
+      status: 'idle',
+      title: 'Hi',
+      reasoning_effort: 'high',
+      metadata: { k: 'v' },
+      owner_id: 'visitor-1',
+      usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 0 },
+      archived_at: null,
+      updated_at: null,
+    });
+    expect(reply.body.id).toMatch(/^sesn_/);
+    const read = await client.get(`/v1/sessions/${reply.body.id}`);
+    expect(read.body).toEqual(reply.body);
+  });
+
+  test('optional fields are omitted when unset (reasoning_effort, owner_id)', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    expect(session).not.toHaveProperty('reasoning_effort');
+    expect(session).not.toHaveProperty('owner_id');
+  });
+
+  test('agent as {id, type, version}: the current version is accepted, a stale one is 409', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    expect((await client.post('/v1/sessions', { agent: { id: agent.id, type: 'agent', version: 1 } })).status).toBe(201);
+    expect((await client.post('/v1/sessions', { agent: { id: agent.id } })).status).toBe(201);
+    await client.patch(`/v1/agents/${agent.id}`, { name: 'v2' });
+    expect((await client.post('/v1/sessions', { agent: { id: agent.id, type: 'agent', version: 1 } })).status).toBe(409);
+    expect((await client.post('/v1/sessions', { agent: { id: agent.id, type: 'tool' } })).status).toBe(400);
+    expect((await client.post('/v1/sessions', {})).status).toBe(400);
+  });
+
+  test('limits: title 512, owner_id 255, metadata 16 keys (at the bound accepted, past it 400)', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const post = (extra: Record<string, unknown>) => client.post('/v1/sessions', { agent: agent.id, ...extra });
+    expect((await post({ title: x(512, 'é') })).status).toBe(201);
+    expect((await post({ title: x(513) })).status).toBe(400);
+    expect((await post({ owner_id: x(255) })).status).toBe(201);
+    expect((await post({ owner_id: x(256) })).status).toBe(400);
+    const meta = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
+    expect((await post({ metadata: meta(16) })).status).toBe(201);
+    const over = await post({ metadata: meta(17) });
+    expect(over.status).toBe(400);
+    expect(over.body.error.message).toMatch(/^metadata/);
+    expect((await post({ metadata: { k: 5 } })).status).toBe(400);
+    expect((await post({ unknown: 1 })).status).toBe(400);
+  });
+
+  test("reasoning_effort follows the bound agent's model enum", async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    expect((await client.post('/v1/sessions', { agent: agent.id, reasoning_effort: 'minimal' })).status).toBe(201);
+    expect((await client.post('/v1/sessions', { agent: agent.id, reasoning_effort: 'ultra' })).status).toBe(400);
+    const plain = await createAgent(client, agent.project_id, { model: PLAIN_MODEL });
+    const refused = await client.post('/v1/sessions', { agent: plain.id, reasoning_effort: 'low' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/reasoning_effort/);
+  });
+
+  test("an agent of another project is 404, like an absent one; a site token of the account may use it", async () => {
+    const { tenant, agent } = await tenantWithAgent(api);
+    const outsider = apiClient(api, (await createTenant(api.deps.db)).key);
+    expect((await outsider.post('/v1/sessions', { agent: agent.id })).status).toBe(404);
+    expect((await outsider.post('/v1/sessions', { agent: 'agent_absent' })).status).toBe(404);
+    const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId, 'client-sessions'));
+    const session = await site.post('/v1/sessions', { agent: agent.id });
+    expect(session.status).toBe(201);
+    const { rows } = await api.deps.db.query('SELECT client_id, project_id FROM sessions WHERE id = $1', [session.body.id]);
+    expect(rows[0]).toEqual({ client_id: 'client-sessions', project_id: tenant.projectId });
+  });
+
+  test('owner_id is immutable: nothing can change it after creation', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id, { owner_id: 'v1' });
+    expect((await client.patch(`/v1/sessions/${session.id}`, { owner_id: 'v2' })).status).toBe(405);
+    expect((await client.get(`/v1/sessions/${session.id}`)).body.owner_id).toBe('v1');
+  });
+});
+
+describe('GET /v1/sessions/{id}, archive, delete', () => {
+  test('another project gets 404 identical to an absent session', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const outsider = apiClient(api, (await createTenant(api.deps.db)).key);
+    const foreign = await outsider.get(`/v1/sessions/${session.id}`);
+    const absent = await outsider.get('/v1/sessions/sesn_absent');
+    expect(foreign.status).toBe(404);
+    expect({ ...foreign.body.error, request_id: '' }).toEqual({ ...absent.body.error, request_id: '' });
+    expect((await outsider.post(`/v1/sessions/${session.id}/archive`)).status).toBe(404);
+    expect((await outsider.delete(`/v1/sessions/${session.id}`)).status).toBe(404);
+  });
+
+  test('archive sets archived_at (idempotent); delete is soft and hides the session', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const archived = await client.post(`/v1/sessions/${session.id}/archive`);
+    expect(archived.status).toBe(200);
+    expect(Date.parse(archived.body.archived_at)).not.toBeNaN();
+    expect((await client.post(`/v1/sessions/${session.id}/archive`)).body.archived_at).toBe(archived.body.archived_at);
+    expect((await client.delete(`/v1/sessions/${session.id}`)).status).toBe(204);
+    expect((await client.get(`/v1/sessions/${session.id}`)).status).toBe(404);
+    expect((await client.get(`/v1/sessions/${session.id}/events`)).status).toBe(404);
+    const { rows } = await api.deps.db.query('SELECT status, deleted_at FROM sessions WHERE id = $1', [session.id]);
+    expect(rows[0].status).toBe('terminated');
+    expect(rows[0].deleted_at).toBeInstanceOf(Date);
+  });
+});
+
+describe('GET /v1/sessions', () => {
+  async function walk(client: ReturnType<typeof apiClient>, query: string, limit: number): Promise<string[]> {
+    const seen: string[] = [];
+    let page: string | null = null;
+    do {
+      const reply = await client.get(`/v1/sessions?${query}&limit=${limit}${page ? `&page=${encodeURIComponent(page)}` : ''}`);
+      expect(reply.status).toBe(200);
+      expect(reply.body.data.length).toBeLessThanOrEqual(limit);
+      seen.push(...reply.body.data.map((s: { id: string }) => s.id));
+      page = reply.body.next_page;
+    } while (page);
+    return seen;
+  }
+
+  test('filters: agent_id, metadata_key+metadata_value (only together), include_archived; deleted never listed', async () => {
+    const { tenant, client, agent } = await tenantWithAgent(api);
+    const other = await createAgent(client, tenant.projectId);
+    const a = await createSession(client, agent.id, { metadata: { channel: 'web' } });
+    const b = await createSession(client, other.id, { metadata: { channel: 'app' } });
+    const c = await createSession(client, agent.id);
+    const d = await createSession(client, agent.id);
+    await client.post(`/v1/sessions/${c.id}/archive`);
+    await client.delete(`/v1/sessions/${d.id}`);
+    const p = `project_id=${tenant.projectId}`;
+    expect(await walk(client, p, 20)).toEqual([b.id, a.id]);
+    expect(await walk(client, `${p}&include_archived=true`, 20)).toEqual([c.id, b.id, a.id]);
+    expect(await walk(client, `${p}&agent_id=${agent.id}`, 20)).toEqual([a.id]);
+    expect(await walk(client, `${p}&metadata_key=channel&metadata_value=app`, 20)).toEqual([b.id]);
+    expect((await client.get(`/v1/sessions?${p}&metadata_key=channel`)).status).toBe(400);
+    expect((await client.get(`/v1/sessions?${p}&metadata_value=app`)).status).toBe(400);
+  });
+
+  test('project_id is required and must be authorized; limit 1..100 (default 20); bad cursors 400', async () => {
+    const { tenant, client, agent } = await tenantWithAgent(api);
+    for (let i = 0; i < 21; i++) await createSession(client, agent.id);
+    expect((await client.get('/v1/sessions')).status).toBe(400);
+    const other = await createTenant(api.deps.db);
+    expect((await client.get(`/v1/sessions?project_id=${other.projectId}`)).status).toBe(403);
+    const first = await client.get(`/v1/sessions?project_id=${tenant.projectId}`);
+    expect(first.body.data).toHaveLength(20);
+    expect(first.body.next_page).toEqual(expect.any(String));
+    expect((await client.get(`/v1/sessions?project_id=${tenant.projectId}&limit=100`)).body.data).toHaveLength(21);
+    expect((await client.get(`/v1/sessions?project_id=${tenant.projectId}&limit=101`)).status).toBe(400);
+    expect((await client.get(`/v1/sessions?project_id=${tenant.projectId}&limit=0`)).status).toBe(400);
+    expect((await client.get(`/v1/sessions?project_id=${tenant.projectId}&page=nonsense`)).status).toBe(400);
+    // A cursor of another project's listing is refused, not silently reused.
+    const otherClient = apiClient(api, other.key);
+    const otherAgent = await createAgent(otherClient, other.projectId);
+    await createSession(otherClient, otherAgent.id);
+    await createSession(otherClient, otherAgent.id);
+    const foreignCursor = (await otherClient.get(`/v1/sessions?project_id=${other.projectId}&limit=1`)).body.next_page;
+    expect((await client.get(`/v1/sessions?project_id=${tenant.projectId}&page=${foreignCursor}`)).status).toBe(400);
+  });
+
+  test('a key scoped to another project cannot list; a site token of the account can', async () => {
+    const { tenant, agent, client } = await tenantWithAgent(api);
+    await createSession(client, agent.id);
+    const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId));
+    expect((await site.get(`/v1/sessions?project_id=${tenant.projectId}`)).body.data).toHaveLength(1);
+    const noScope = apiClient(api, (await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'restricted', scopes: { agents: 'write' } })).key);
+    expect((await noScope.get(`/v1/sessions?project_id=${tenant.projectId}`)).status).toBe(403);
+  });
+
+  test('paging while 20 writers create sessions concurrently: no duplicate and no gap among the sessions that existed', async () => {
+    const { tenant, client, agent } = await tenantWithAgent(api);
+    const before: string[] = [];
+    for (let i = 0; i < 45; i++) before.push((await createSession(client, agent.id)).id);
+    let writing = true;
+    const created: string[] = [];
+    const writers = Array.from({ length: 20 }, async () => {
+      while (writing) created.push((await createSession(client, agent.id)).id);
+    });
+    const seen = await walk(client, `project_id=${tenant.projectId}`, 7);
+    writing = false;
+    await Promise.all(writers);
+    expect(created.length).toBeGreaterThan(0);
+    expect(new Set(seen).size).toBe(seen.length);
+    // Newest first: sessions created during the walk appear only before the cursor; every older one is seen in order.
+    const olderSeen = seen.filter((id) => before.includes(id));
+    expect(olderSeen).toEqual([...before].reverse());
+  });
+});

@@ -1,0 +1,78 @@
+import { planEvents, PostEventsSchema, toolResultErrorCode, type RunState, type SentEvent } from '../../../src/domain/events';
+
+const idle: RunState = { active_run_id: null, pending_tool_use_ids: [], cancelled_tool_use_ids: [] };
+const message = { type: 'user.message', content: [{ type: 'text', text: 'hi' }] } as SentEvent;
+const system = { type: 'system.message', content: [{ type: 'text', text: 'hi' }] } as SentEvent;
+const result = (id: string, extra: Record<string, unknown> = {}) => ({ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: id, ...extra }] }) as SentEvent;
+const options = { newRunId: 'run_new', asyncEnabled: true };
+
+describe('planEvents', () => {
+  test('a user.message on an idle session claims a run and wakes the workflow', () => {
+    const plan = planEvents(idle, [message], options);
+    expect(plan).toMatchObject({ ok: true, startedRunId: 'run_new', signal: { kind: 'events' }, runStarting: true, state: { active_run_id: 'run_new' } });
+  });
+
+  test('a user.message during a run keeps that run', () => {
+    const plan = planEvents({ ...idle, active_run_id: 'run_old' }, [message], options);
+    expect(plan).toMatchObject({ ok: true, state: { active_run_id: 'run_old' }, signal: { kind: 'events' } });
+    expect(plan.ok && plan.startedRunId).toBeFalsy();
+  });
+
+  test('async disabled: stored, nothing starts, nothing is signalled', () => {
+    const plan = planEvents(idle, [message], { ...options, asyncEnabled: false });
+    expect(plan).toMatchObject({ ok: true, state: idle, signal: null });
+  });
+
+  test('system.message alone never starts a run', () => {
+    expect(planEvents(idle, [system], options)).toMatchObject({ ok: true, state: idle, signal: null, runStarting: false });
+  });
+
+  test('paused with a run in flight: messages are refused with 400', () => {
+    const paused = { ...idle, active_run_id: 'r', pending_tool_use_ids: ['a'] };
+    expect(planEvents(paused, [message], options)).toMatchObject({ ok: false, status: 400 });
+    expect(planEvents(paused, [system], options)).toMatchObject({ ok: false, status: 400 });
+  });
+
+  test('pause outstanding without a run: synthetic cancelled results first, ids move to cancelled', () => {
+    const plan = planEvents({ ...idle, pending_tool_use_ids: ['a', 'b'] }, [message], options);
+    if (!plan.ok) throw new Error('expected ok');
+    expect(plan.append.map((e) => [e.type, e.error_code ?? null, e.processed ?? false])).toEqual([
+      ['user.tool_result', 'cancelled', true],
+      ['user.tool_result', 'cancelled', true],
+      ['user.message', null, false],
+    ]);
+    expect(plan.state).toEqual({ active_run_id: 'run_new', pending_tool_use_ids: [], cancelled_tool_use_ids: ['a', 'b'] });
+  });
+
+  test('tool results: cancelled 409, unknown 400, duplicates 400, accepted ones leave pending', () => {
+    const paused = { active_run_id: 'r', pending_tool_use_ids: ['a', 'b'], cancelled_tool_use_ids: ['z'] };
+    expect(planEvents(paused, [result('z')], options)).toMatchObject({ ok: false, status: 409 });
+    expect(planEvents(paused, [result('q')], options)).toMatchObject({ ok: false, status: 400 });
+    expect(planEvents(paused, [result('a'), result('a')], options)).toMatchObject({ ok: false, status: 400 });
+    expect(planEvents(paused, [result('a')], options)).toMatchObject({ ok: true, state: { pending_tool_use_ids: ['b'] }, signal: { kind: 'events' } });
+  });
+
+  test('interrupt: signals the run in flight, or nothing at all', () => {
+    const interrupt = { type: 'user.interrupt' } as SentEvent;
+    expect(planEvents({ ...idle, active_run_id: 'r1' }, [interrupt], options)).toMatchObject({ ok: true, signal: { kind: 'interrupt', runId: 'r1' }, runStarting: false });
+    expect(planEvents(idle, [interrupt], options)).toMatchObject({ ok: true, signal: null, state: idle });
+  });
+});
+
+describe('toolResultErrorCode', () => {
+  test('first failing block, unclassified without a code, null on success', () => {
+    expect(toolResultErrorCode([{ type: 'tool_result', tool_use_id: 'a' }])).toBeNull();
+    expect(toolResultErrorCode([{ type: 'tool_result', tool_use_id: 'a', is_error: true }, { type: 'tool_result', tool_use_id: 'b', is_error: true, error_code: 'timeout' }])).toBe('unclassified');
+    expect(toolResultErrorCode([{ type: 'tool_result', tool_use_id: 'a' }, { type: 'tool_result', tool_use_id: 'b', is_error: true, error_code: 'declined' }])).toBe('declined');
+  });
+});
+
+describe('PostEventsSchema', () => {
+  test('rejects mixing, a shared interrupt and named foreign types', () => {
+    expect(PostEventsSchema.safeParse({ events: [message, result('a')] }).success).toBe(false);
+    expect(PostEventsSchema.safeParse({ events: [{ type: 'user.interrupt' }, message] }).success).toBe(false);
+    const foreign = PostEventsSchema.safeParse({ events: [{ type: 'user.define_outcome', content: [] }] });
+    expect(foreign.error?.issues[0]?.message).toMatch(/not supported/);
+    expect(PostEventsSchema.safeParse({ events: [message, system] }).success).toBe(true);
+  });
+});

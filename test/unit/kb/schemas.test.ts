@@ -1,0 +1,67 @@
+import { AggregationSchema, CollectionCreateSchema, DocumentInputSchema, SearchRequestSchema } from '../../../src/domain/kb';
+import { buildAggregations, presentAggregations } from '../../../src/search/aggregations';
+
+describe('schemas', () => {
+  test('collection name is trimmed; 255 code points is the limit', () => {
+    expect(CollectionCreateSchema.parse({ name: '  a  ' }).name).toBe('a');
+    expect(CollectionCreateSchema.safeParse({ name: '😀'.repeat(255) }).success).toBe(true);
+    expect(CollectionCreateSchema.safeParse({ name: '😀'.repeat(256) }).success).toBe(false);
+    expect(CollectionCreateSchema.safeParse({ name: 'a\u0085b' }).success).toBe(false);
+  });
+
+  test('document language is normalised; metadata values are strings or string arrays', () => {
+    expect(DocumentInputSchema.parse({ content: 'c', language: 'FR' }).language).toBe('fr');
+    expect(DocumentInputSchema.safeParse({ content: 'c', metadata: { a: ['x', 'y'], b: 'z' } }).success).toBe(true);
+    expect(DocumentInputSchema.safeParse({ content: 'c', metadata: { a: null } }).success).toBe(false);
+    expect(DocumentInputSchema.safeParse({ content: 'c', created_at: '2024-01-01T00:00:00.123456+05:30' }).success).toBe(true);
+  });
+
+  test('search defaults: top_n 10, blank query is no query; terms size only on terms', () => {
+    expect(SearchRequestSchema.parse({})).toEqual({ top_n: 10 });
+    expect(SearchRequestSchema.parse({ query: '  ' }).query).toBeUndefined();
+    expect(SearchRequestSchema.parse({ query: ' hi ' }).query).toBe('hi');
+    expect(AggregationSchema.safeParse({ type: 'terms', field: 'metadata.tags', size: 5 }).success).toBe(true);
+    expect(AggregationSchema.safeParse({ type: 'terms', field: 'metadata.' }).success).toBe(false);
+    expect(AggregationSchema.safeParse({ type: 'date_histogram', field: 'created_at', interval: '12h' }).success).toBe(true);
+    expect(AggregationSchema.safeParse({ type: 'date_histogram', field: 'created_at', interval: '0d' }).success).toBe(false);
+  });
+});
+
+describe('aggregations', () => {
+  test('terms defaults to size 10; calendar vs fixed intervals; dates formatted', () => {
+    expect(
+      buildAggregations({
+        t: { type: 'terms', field: 'type' },
+        m: { type: 'date_histogram', field: 'created_at', interval: 'month' },
+        f: { type: 'date_histogram', field: 'created_at', interval: '90m' },
+        x: { type: 'max', field: 'modified_at' },
+      }),
+    ).toEqual({
+      t: { terms: { field: 'type', size: 10 } },
+      m: { date_histogram: { field: 'created_at', format: 'strict_date_time', calendar_interval: 'month' } },
+      f: { date_histogram: { field: 'created_at', format: 'strict_date_time', fixed_interval: '90m' } },
+      x: { max: { field: 'modified_at', format: 'strict_date_time' } },
+    });
+  });
+
+  test('presents Elasticsearch results: other_doc_count, RFC 3339 keys, null min/max', () => {
+    const specs = {
+      t: { type: 'terms' as const, field: 'type' },
+      h: { type: 'date_histogram' as const, field: 'created_at', interval: 'day' },
+      n: { type: 'min' as const, field: 'created_at' },
+      v: { type: 'max' as const, field: 'created_at' },
+    };
+    const raw = {
+      t: { buckets: [{ key: 'post', doc_count: 3 }], sum_other_doc_count: 4 },
+      h: { buckets: [{ key: 1704067200000, key_as_string: '2024-01-01T00:00:00.000Z', doc_count: 1 }] },
+      n: { value: null },
+      v: { value: 1704067200000, value_as_string: '2024-01-01T00:00:00.000Z' },
+    };
+    expect(presentAggregations(specs, raw as never)).toEqual({
+      t: { buckets: [{ key: 'post', doc_count: 3 }], other_doc_count: 4 },
+      h: { buckets: [{ key: '2024-01-01T00:00:00.000Z', doc_count: 1 }] },
+      n: { value: null },
+      v: { value: '2024-01-01T00:00:00.000Z' },
+    });
+  });
+});
