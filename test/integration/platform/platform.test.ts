@@ -45,7 +45,7 @@ const call = (method: string, path: string, body?: unknown, headers: Record<stri
 
 describe('platform API: authentication and errors', () => {
   test('missing, wrong and unknown Basic credentials: 401 in the platform envelope', async () => {
-    for (const headers of [{}, { authorization: `Basic ${Buffer.from(`${username}:wrong`).toString('base64')}` }, { authorization: `Basic ${Buffer.from('nobody:x').toString('base64')}` }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: `Basic ${Buffer.from(`${username}:wrong`).toString('base64')}` }, { authorization: `Basic ${Buffer.from('nobody:x').toString('base64')}` }]) {
       const response = await fetch(`${url}/v1/sites`, { headers });
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toMatch(/^Basic realm="platform"/);
