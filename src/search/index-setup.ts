@@ -65,6 +65,8 @@ export async function ensureKbIndex(client: SearchClient, options: { prefix: str
       const type = (error as { body?: { error?: { type?: string } } }).body?.error?.type;
       if (type !== 'resource_already_exists_exception') throw error;
     }
+    // Another process may have just created it: wait until its primary shards can take writes.
+    await client.cluster.health({ index: alias, wait_for_status: options.replicas > 0 ? 'green' : 'yellow', timeout: '30s' });
   });
   return alias;
 }

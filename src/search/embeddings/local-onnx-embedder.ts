@@ -65,7 +65,8 @@ export class LocalOnnxEmbedder implements Embedder {
     return [...ids.slice(0, LOCAL_MODEL.maxTokens - 1), this.sepId];
   }
 
-  async embed(texts: string[]): Promise<number[][]> {
+  // Symmetric model: documents and queries are embedded alike.
+  async embed(texts: string[], _purpose?: 'document' | 'query'): Promise<number[][]> {
     const encoded = texts.map((text, index) => ({ index, ids: this.tokenize(text) }));
     encoded.sort((a, b) => a.ids.length - b.ids.length);
     const out: number[][] = new Array(texts.length);

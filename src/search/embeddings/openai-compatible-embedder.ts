@@ -26,7 +26,7 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     return new OpenAiCompatibleEmbedder({ fetch: globalThis.fetch, timeoutMs: 30_000, ...settings });
   }
 
-  embed(texts: string[]): Promise<number[][]> {
+  embed(texts: string[], _purpose?: 'document' | 'query'): Promise<number[][]> {
     return this.request(texts);
   }
 
