@@ -169,9 +169,11 @@ start_elasticsearch() {
 }
 
 stop_elasticsearch() {
-  pkill -f "es.path.home=$ES_HOME" 2>/dev/null || true
+  # Match this clone's node only (its config dir is on the command line), never another clone's.
+  local mine="$DATA/es/config"
+  pkill -f "$mine" 2>/dev/null || true
   local deadline=$((SECONDS + 30))
-  while pgrep -f "es.path.home=$ES_HOME" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+  while pgrep -f "$mine" >/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
   rm -f "$DATA/elasticsearch.pid"
 }
 

@@ -10,7 +10,8 @@ export interface PlatformErrorDetail {
   message?: string;
 }
 
-export const PLATFORM_DOCS_URL = 'https://github.com/agent-gateway/docs/blob/main/platform-api.md';
+/** The API's own description, served by the same server (no external docs site is assumed). */
+export const PLATFORM_DOCS_URL = '/v1/openapi.json';
 
 export class PlatformError extends Error {
   constructor(readonly status: number, message: string, readonly errors?: PlatformErrorDetail[], readonly headers: Record<string, string> = {}) {

@@ -34,7 +34,7 @@ export interface SearchParams {
 // Keyword-only search keeps plain OR matching, its only source of recall.
 export const HYBRID_MINIMUM_SHOULD_MATCH = '2<75%';
 
-const lexicalQuery = (
+export const lexicalQuery = (
   query: string,
   filter: estypes.QueryDslQueryContainer[],
   minimumShouldMatch?: string,
@@ -58,7 +58,7 @@ const lexicalQuery = (
 // Snippets are content fragments around the query's words, HTML-escaped with <em>
 // marking the matches. A hit found only semantically has no matching words; it gets
 // the opening of its content instead (no_match_size) so every hit can be quoted.
-const highlight = (query: string): estypes.SearchHighlight => ({
+export const highlight = (query: string): estypes.SearchHighlight => ({
   encoder: 'html',
   max_analyzed_offset: MAX_ANALYZED_OFFSET,
   fields: {
@@ -187,7 +187,7 @@ async function queryVector(context: KbContext, logger: Logger, query: string): P
   try {
     return (await context.embedder.embed([query], 'query'))[0];
   } catch (error) {
-    logger.warn({ err: error, embeddings: context.embedder.model }, 'query embedding failed; this search is keyword-only');
+    logger.warn({ cause: (error as Error).message, embeddings: context.embedder.model }, 'query embedding failed; this search is keyword-only');
     return undefined;
   }
 }

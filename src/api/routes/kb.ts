@@ -98,7 +98,9 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
       await next();
     } catch (error) {
       if (error instanceof SearchUnavailableError) {
-        ctx.state.log.warn({ err: error.cause ?? error }, error.message);
+        // Never the client error object itself: its meta carries the request body (document text).
+        const cause = error.cause as { name?: string; message?: string; meta?: { statusCode?: number } } | undefined;
+        ctx.state.log.warn({ cause: cause?.name, cause_message: cause?.message, es_status: cause?.meta?.statusCode }, error.message);
         throw serviceUnavailable(error.message, 1);
       }
       throw error;
