@@ -14,7 +14,7 @@ import {
 import { estimateRequestTokens } from '../src/providers/tokens';
 import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
 import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
-import { withTransaction } from '../src/store/db';
+import { withTransaction, type Queryable } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { buildConversation, loadRunContext, type RunContext } from './run-context';
 
@@ -139,7 +139,10 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         const events = [];
         const blocks: unknown[] = [];
         if (turn.reasoning) blocks.push({ type: 'thought', text: turn.reasoning, extra_content: { gateway: { thinking_ms: turn.thinkingMs ?? 0 } } });
-        if (turn.text) blocks.push({ type: 'text', text: turn.text });
+        if (turn.text) {
+          const citations = await runCitations(client, input.sessionId, input.runId);
+          blocks.push({ type: 'text', text: turn.text, ...(citations.length > 0 ? { citations } : {}) });
+        }
         if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });
         if (turn.toolCalls.length > 0) {
           events.push({
@@ -198,6 +201,21 @@ function classify(
     else serverToolCalls.push(call);
   }
   return { stop, serverToolCalls, clientToolCalls, usage, contextTokens };
+}
+
+/**
+ * A knowledge-base-grounded answer cites the documents the run's knowledge-base tools
+ * returned (deduplicated by URI, in the order they were retrieved).
+ */
+async function runCitations(client: Queryable, sessionId: string, runId: string) {
+  const { rows } = await client.query<{ citations: Array<{ type: string; document_uri: string; document_title: string }> }>(
+    `SELECT attributes->'_citations' AS citations FROM session_events
+      WHERE session_id = $1 AND run_id = $2 AND attributes ? '_citations' ORDER BY created_at, seq`,
+    [sessionId, runId],
+  );
+  const seen = new Map<string, { type: string; document_uri: string; document_title: string }>();
+  for (const row of rows) for (const citation of row.citations) if (!seen.has(citation.document_uri)) seen.set(citation.document_uri, citation);
+  return [...seen.values()];
 }
 
 /** The turn as already recorded by an earlier attempt of this activity, if any. */

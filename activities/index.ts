@@ -4,6 +4,7 @@ import { createRunCycleActivities } from './run-cycle';
 import { createCallModelActivities } from './call-model';
 import { createCompactActivities } from './compact';
 import { createServerToolActivities } from './server-tools';
+import { createKnowledgeBaseTool } from './knowledge-base-tools';
 
 /**
  * All activities, built from injected dependencies. Workflows import only the type.
@@ -19,7 +20,7 @@ export function createActivities(deps: Deps) {
     ...createRunCycleActivities(deps),
     ...createCallModelActivities(deps, providers),
     ...createCompactActivities(deps, providers),
-    ...createServerToolActivities(deps),
+    ...createServerToolActivities(deps, { knowledgeBase: createKnowledgeBaseTool(deps) }),
   };
 }
 

@@ -5,6 +5,7 @@ import { CLIENT_SAFE_MESSAGES, traceparentFor, type RunErrorCode, type RunUsage,
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
 import { newId } from '../src/store/ids';
+import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
 import { debitCredits } from '../src/billing/credits';
 import { createHash } from 'node:crypto';
@@ -60,8 +61,10 @@ export function createRunCycleActivities(deps: Deps) {
         let runId = session.active_run_id;
         let kind: 'start' | 'resume';
         if (!runId) {
-          // No run holds the session: a waiting user.message starts one.
+          // No run holds the session: a waiting user.message starts one, unless the
+          // session's site has asynchronous execution switched off.
           if (!types.has('user.message')) return { kind: 'none' };
+          if (!(await isAsyncExecutionEnabled(client, session.client_id))) return { kind: 'none' };
           runId = newId('run');
           kind = 'start';
         } else {

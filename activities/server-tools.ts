@@ -6,7 +6,14 @@ import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
 import { buildConversation, loadRunContext } from './run-context';
 
-type ToolAnswer = { content: string; is_error?: boolean; error_code?: string; status?: 'tool_loaded' };
+export interface ToolAnswer {
+  content: string;
+  is_error?: boolean;
+  error_code?: string;
+  status?: 'tool_loaded';
+  /** Citation data of knowledge-base results, kept for the answer that uses them. */
+  citations?: Array<{ type: string; document_uri: string; document_title: string }>;
+}
 
 /**
  * Tools the gateway answers itself. Each answer is appended as a processed
@@ -68,6 +75,7 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
               },
             ],
             error_code: answer.is_error ? answer.error_code : null,
+            attributes: answer.citations?.length ? { _citations: answer.citations } : {},
             run_id: input.runId,
             idempotency_key: `${input.runId}:tool:${input.call.id}`,
             processed: true,

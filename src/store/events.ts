@@ -117,11 +117,14 @@ export function presentEvent(row: EventRow, options: { includeThinking?: boolean
       return rest;
     });
   }
+  // Attributes starting with `_` are the gateway's own bookkeeping (e.g. citation data of a
+  // knowledge-base tool result), never shown to clients.
+  const attributes = Object.fromEntries(Object.entries(row.attributes).filter(([key]) => !key.startsWith('_')));
   return {
     id: row.id,
     type: row.type,
     content,
-    ...row.attributes,
+    ...attributes,
     ...(row.usage ? { usage: row.usage } : {}),
     ...(row.error_code ? { error_code: row.error_code } : {}),
     processed_at: row.processed_at ? row.processed_at.toISOString() : null,

@@ -14,6 +14,9 @@ export async function createWorker(deps: Deps, overrides: Partial<WorkerOptions>
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     workflowsPath: WORKFLOWS_PATH,
     activities: createActivities(deps),
+    // Heartbeats reach the server at least every second, so an interrupt or a run timeout
+    // cancels an in-flight model call promptly (the default throttles to 80% of the timeout).
+    maxHeartbeatThrottleInterval: '1 second',
     ...overrides,
   });
   return { worker, connection };

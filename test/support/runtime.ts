@@ -27,9 +27,9 @@ export async function startTestWorker(deps: Deps): Promise<{ worker: Worker; sto
 }
 
 /** Rows for an agent and a session of a project (the agents/sessions API has its own tests). */
-export async function createAgentAndSession(deps: Deps, projectId: string, agent: { model?: string; tools?: unknown[]; system_prompt?: string; max_tokens?: number } = {}) {
+export async function createAgentAndSession(deps: Deps, projectId: string, agent: { model?: string; tools?: unknown[]; system_prompt?: string; max_tokens?: number; settings?: Record<string, unknown> } = {}) {
   const agentId = newId('agent');
-  await deps.db.query('INSERT INTO agents (id, project_id, name, model, tools, system_prompt, max_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+  await deps.db.query('INSERT INTO agents (id, project_id, name, model, tools, system_prompt, max_tokens, settings) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
     agentId,
     projectId,
     'test agent',
@@ -37,6 +37,7 @@ export async function createAgentAndSession(deps: Deps, projectId: string, agent
     agent.tools ? JSON.stringify(agent.tools) : null,
     agent.system_prompt ?? null,
     agent.max_tokens ?? null,
+    agent.settings ? JSON.stringify(agent.settings) : null,
   ]);
   const sessionId = newId('sess');
   await deps.db.query('INSERT INTO sessions (id, project_id, agent_id) VALUES ($1, $2, $3)', [sessionId, projectId, agentId]);

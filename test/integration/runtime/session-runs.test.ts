@@ -133,3 +133,55 @@ test('the recorded history of a paused-and-resumed run replays deterministically
   const result = await replaySession(await api.deps.temporal.get(), session.sessionId);
   expect(result.events).toBeGreaterThan(10);
 });
+
+describe('knowledge-base grounding', () => {
+  async function collectionWithDocs() {
+    const headers = { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' };
+    const created = await fetch(`${api.url}/v1/kb/collections`, { method: 'POST', headers, body: JSON.stringify({ name: `kb ${Date.now()} ${Math.random()}` }) });
+    const collection = (await created.json()) as { id: string };
+    const bulk = await fetch(`${api.url}/v1/kb/collections/${collection.id}/documents/bulk`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        documents: [
+          { id: 'refunds', title: 'Refund policy', uri: 'https://shop.example/refunds', content: 'Refunds are issued within 30 days of purchase.', type: 'page', language: 'en' },
+          { id: 'draft', title: 'Draft refunds', uri: 'https://shop.example/draft', content: 'Refunds draft notes, internal.', type: 'draft', language: 'en' },
+        ],
+      }),
+    });
+    expect(bulk.status).toBe(200);
+    return collection.id;
+  }
+
+  test('search and fetch tools answer from the collection within the filter ceiling; the answer cites what was retrieved', async () => {
+    const collectionId = await collectionWithDocs();
+    const session = await createAgentAndSession(api.deps, tenant.projectId, {
+      tools: [{ type: 'knowledge_base', name: 'docs', collection_id: collectionId, filters: { type: ['page'] } }],
+    });
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:docs_search {"query":"refunds"}]] [[tool:docs_fetch {"id":"draft"}]]') }]);
+    const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+    expect(event.stop_reason).toBe('end_turn');
+    const results = events.filter((e) => e.type === 'user.tool_result');
+    const search = JSON.parse(results[0]!.content[0].content);
+    expect(search.results.map((r: { id: string }) => r.id)).toEqual(['refunds']); // the draft is outside the ceiling
+    expect(results[1]!.content[0]).toMatchObject({ is_error: true, error_code: 'not_found' });
+    expect(results[0]).not.toHaveProperty('_citations');
+    const answer = events.filter((e) => e.type === 'agent.message').at(-1)!;
+    expect(answer.content.find((b: { type: string }) => b.type === 'text').citations).toEqual([
+      { type: 'knowledge_base', document_uri: 'https://shop.example/refunds', document_title: 'Refund policy' },
+    ]);
+  });
+
+  test('settings.disable_kb_rag keeps the knowledge-base tools away from the model', async () => {
+    const collectionId = await collectionWithDocs();
+    const session = await createAgentAndSession(api.deps, tenant.projectId, {
+      tools: [{ type: 'knowledge_base', name: 'docs', collection_id: collectionId }],
+      settings: { disable_kb_rag: true },
+    });
+    const marker = `no-kb-${Date.now()}`;
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text(marker) }]);
+    await waitForEvent(api.deps, session.sessionId, 'closing');
+    const request = simulator.requests.find((r) => JSON.stringify(r.body).includes(marker))!;
+    expect((request.body as { tools?: unknown[] }).tools ?? []).toEqual([]);
+  });
+});

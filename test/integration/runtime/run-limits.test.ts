@@ -1,0 +1,104 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { startTestSimulator, type Simulator } from '../../support/simulator';
+import { createTenant, type Tenant } from '../../support/factories';
+import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent, listEvents } from '../../support/runtime';
+
+/**
+ * Stop reasons and failure codes that need their own limits: one turn per run, a short
+ * run timer; and a second api + worker outside development with a short upstream timeout.
+ */
+let simulator: Simulator;
+let api: TestApi;
+let production: TestApi;
+let workers: Array<Awaited<ReturnType<typeof startTestWorker>>> = [];
+let tenant: Tenant;
+
+beforeAll(async () => {
+  simulator = await startTestSimulator();
+  api = await startApi({ SIMULATOR_URL: simulator.url, RUN_MAX_ITERATIONS: '1', RUN_TIMEOUT_MS: '3000', UPSTREAM_TIMEOUT_MS: '8000' });
+  production = await startApi({ ENVIRONMENT: 'staging', OPENAI_BASE_URL: `${simulator.url}/v1`, UPSTREAM_TIMEOUT_MS: '700' });
+  workers = [await startTestWorker(api.deps), await startTestWorker(production.deps)];
+  tenant = await createTenant(api.deps.db, { credits: 100n });
+});
+afterAll(async () => {
+  for (const worker of workers) await worker.stop();
+  await api?.close();
+  await production?.close();
+  await simulator?.close();
+});
+
+test('max_tokens: the per-turn cap truncates the reply', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { max_tokens: 5 });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tokens:50]] long answer please') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('max_tokens');
+});
+
+test('max_iterations: the turn cap ends a run that keeps calling tools', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"again"}]]') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('max_iterations');
+  expect(events.filter((e) => e.type === 'session.turn_usage')).toHaveLength(1);
+  expect(events.find((e) => e.type === 'user.tool_result')!.content[0].content).toBe('again');
+});
+
+test('run_timeout: the per-run timer ends a run whose model call never returns', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:20000]] hang') }]);
+  const started = Date.now();
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.type).toBe('session.error');
+  expect(event.error_code).toBe('run_timeout');
+  expect(Date.now() - started).toBeLessThan(7000); // the timer, not the 8 s upstream timeout, ended it
+});
+
+test('rate_limit_error: a 429 is retried with back-off, then reported', async () => {
+  const session = await createAgentAndSession(production.deps, tenant.projectId);
+  await sendEvents(production.deps, session, [{ type: 'user.message', content: text('[[error:429]] busy') }]);
+  const { event } = await waitForEvent(production.deps, session.sessionId, 'closing', 1, 40_000);
+  expect(event.error_code).toBe('rate_limit_error');
+  const attempts = simulator.requests.filter((r) => JSON.stringify(r.body).includes('[[error:429]] busy'));
+  expect(attempts.length).toBe(4);
+});
+
+test('compaction: the oldest turns are summarized into session.compaction; originals stay in the log', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4' });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'alpha '.repeat(2500)}[[tokens:20]]`) }]);
+  await waitForEvent(api.deps, session.sessionId, 'closing');
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'beta '.repeat(3000)}[[tokens:10]]`) }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event.stop_reason).toBe('end_turn');
+  const types = events.map((e) => e.type);
+  expect(types.filter((t) => t === 'session.compaction')).toHaveLength(1);
+  expect(types.indexOf('session.compaction')).toBeGreaterThan(types.lastIndexOf('user.message'));
+  expect(types.filter((t) => t === 'user.message')).toHaveLength(2); // originals retained
+  expect(event.context_tokens).toBeLessThan(8192);
+  // The summary call is billed with the run.
+  const turn = events.filter((e) => e.type === 'session.turn_usage').at(-1)!.content[0];
+  expect(event.usage.credits_nano).toBeGreaterThan(turn.credits_nano);
+});
+
+test('context_exceeded: a single message that cannot fit even after compaction', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4' });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('gamma '.repeat(7000)) }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.type).toBe('session.error');
+  expect(event.error_code).toBe('context_exceeded');
+  expect((await listEvents(api.deps, session.sessionId)).some((e) => e.type === 'agent.message')).toBe(false);
+});
+
+test('toolset_incomplete: echo/random_number outside development fail the run at start', async () => {
+  const session = await createAgentAndSession(production.deps, tenant.projectId, { tools: [{ type: 'random_number', name: 'dice' }] });
+  await sendEvents(production.deps, session, [{ type: 'user.message', content: text('roll') }]);
+  const { event, events } = await waitForEvent(production.deps, session.sessionId, 'closing');
+  expect(event.error_code).toBe('toolset_incomplete');
+  expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'session.error']);
+});
+
+test('upstream_timeout: a provider that never answers is retried, then reported', async () => {
+  const session = await createAgentAndSession(production.deps, tenant.projectId);
+  await sendEvents(production.deps, session, [{ type: 'user.message', content: text('[[delay:5000]] slow') }]);
+  const { event } = await waitForEvent(production.deps, session.sessionId, 'closing', 1, 40_000);
+  expect(event.error_code).toBe('upstream_timeout');
+});
