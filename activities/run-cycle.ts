@@ -163,7 +163,7 @@ export function createRunCycleActivities(deps: Deps) {
              input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
              cache_read_input_tokens = cache_read_input_tokens + $4, cache_creation_input_tokens = cache_creation_input_tokens + $5,
              credits_nano = credits_nano + $6,
-             pending_tool_use_ids = $7,
+             pending_tool_use_ids = COALESCE($7::jsonb, pending_tool_use_ids),
              active_run_id = CASE WHEN $8 THEN NULL ELSE active_run_id END,
              status = $9, updated_at = now()
            WHERE id = $1`,
@@ -174,7 +174,9 @@ export function createRunCycleActivities(deps: Deps) {
             usage.cache_read_input_tokens,
             usage.cache_creation_input_tokens,
             usage.credits_nano,
-            JSON.stringify(input.toolCalls?.map((call) => call.id) ?? []),
+            // A pause records the calls it waits for; a run that ends while paused (interrupt,
+            // abandonment) leaves them outstanding, so the next message cancels them.
+            input.toolCalls ? JSON.stringify(input.toolCalls.map((call) => call.id)) : null,
             input.endRun,
             input.errorCode ? 'error' : 'idle',
           ],

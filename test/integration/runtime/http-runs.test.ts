@@ -1,0 +1,109 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { startTestSimulator, type Simulator } from '../../support/simulator';
+import { createTenant, json, type Tenant } from '../../support/factories';
+import { startTestWorker } from '../../support/runtime';
+
+/**
+ * The whole path as an API client sees it: agents, sessions and events over HTTP, the
+ * real workflow and worker behind them, replies read back from the event log.
+ */
+let simulator: Simulator;
+let api: TestApi;
+let worker: Awaited<ReturnType<typeof startTestWorker>>;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  simulator = await startTestSimulator();
+  api = await startApi({ SIMULATOR_URL: simulator.url });
+  worker = await startTestWorker(api.deps);
+  tenant = await createTenant(api.deps.db, { credits: 100n });
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await simulator?.close();
+});
+
+const call = async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: await json(response) };
+};
+
+async function newSession(tools: unknown[] = []) {
+  const agent = await call('POST', '/v1/agents', { project_id: tenant.projectId, name: 'http agent', model: 'anthropic/claude-haiku-4-5', tools });
+  expect(agent.status).toBe(201);
+  const session = await call('POST', '/v1/sessions', { agent: agent.body.id, title: 'over http' });
+  expect(session.status).toBe(201);
+  return session.body.id as string;
+}
+
+const send = (sessionId: string, events: unknown[]) => call('POST', `/v1/sessions/${sessionId}/events`, { events });
+
+/** Polls GET events (as documented for clients) until `count` closing events exist. */
+async function waitForClosing(sessionId: string, count = 1): Promise<Array<Record<string, any>>> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { body } = await call('GET', `/v1/sessions/${sessionId}/events?limit=100`);
+    const events = body.data as Array<Record<string, any>>;
+    if (events.filter((e) => e.type === 'session.status_idle' || e.type === 'session.error').length >= count) return events;
+    if (Date.now() > deadline) throw new Error(`no reply: ${JSON.stringify(events.map((e) => e.type))}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('a message sent over HTTP gets its reply in the event log; the session shows status and cumulative usage', async () => {
+  const sessionId = await newSession();
+  const sent = await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'hello over http' }] }]);
+  expect(sent.status).toBe(200);
+  expect(sent.body.data.map((e: { type: string }) => e.type)).toEqual(['user.message']);
+  const events = await waitForClosing(sessionId);
+  expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle']);
+  const idle = events.at(-1)!;
+  const session = await call('GET', `/v1/sessions/${sessionId}`);
+  expect(session.body.status).toBe('idle');
+  expect(session.body.usage.credits_nano).toBe(idle.usage.credits_nano);
+  expect(session.body.usage.input_tokens).toBe(idle.usage.input_tokens);
+});
+
+test('pause rules end to end: message while paused is 400, interrupt ends the pause, the next message cancels the outstanding call, its late result is 409', async () => {
+  const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object' } }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:lookup {"q":1}]]' }] }]);
+  const paused = await waitForClosing(sessionId);
+  const idle = paused.at(-1)!;
+  expect(idle.stop_reason).toBe('client_tool_use');
+  const toolUseId = idle.tool_use_ids[0];
+
+  const whilePaused = await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'are you there?' }] }]);
+  expect(whilePaused.status).toBe(400);
+
+  expect((await send(sessionId, [{ type: 'user.interrupt' }])).status).toBe(200);
+  const interrupted = await waitForClosing(sessionId, 2);
+  expect(interrupted.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
+
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'start over' }] }])).status).toBe(200);
+  const after = await waitForClosing(sessionId, 3);
+  const synthetic = after.find((e) => e.type === 'user.tool_result');
+  if (!synthetic) throw new Error(JSON.stringify(after.map((e) => [e.type, e.stop_reason ?? e.error_code ?? ''])));
+  expect(synthetic.content[0]).toMatchObject({ tool_use_id: toolUseId, is_error: true, error_code: 'cancelled' });
+  expect(after.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+
+  const late = await send(sessionId, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'too late' }] }]);
+  expect(late.status).toBe(409);
+});
+
+test('tool results sent over HTTP resume the paused run', async () => {
+  const sessionId = await newSession([{ name: 'lookup', input_schema: { type: 'object' } }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:lookup {"q":2}]]' }] }]);
+  const idle = (await waitForClosing(sessionId)).at(-1)!;
+  const result = await send(sessionId, [
+    { type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: idle.tool_use_ids[0], content: 'found it', traceparent: idle.tool_traceparents[idle.tool_use_ids[0]] }] },
+  ]);
+  expect(result.status).toBe(200);
+  const events = await waitForClosing(sessionId, 2);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  expect(events.find((e) => e.type === 'user.tool_result')!.content[0]).not.toHaveProperty('traceparent');
+});
