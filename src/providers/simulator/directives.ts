@@ -3,7 +3,8 @@
  * They are removed from the text the default reply echoes.
  */
 export interface Directives {
-  tools: Array<{ name: string; input: Record<string, unknown> }>;
+  /** `checkOffered: false` (directive `tool-unoffered`) names a tool the request did not offer, as a model may for a deferred tool. */
+  tools: Array<{ name: string; input: Record<string, unknown>; checkOffered?: boolean }>;
   errorStatus?: number;
   delayMs?: number;
   paceMs?: number;
@@ -13,11 +14,14 @@ export interface Directives {
   cacheRead?: number;
   cacheWrite?: number;
   stopSequence?: string;
+  /** `[[json:{...}]]`: answer with exactly this JSON (structured output tests). */
+  json?: string;
   /** Text with every directive removed. */
   text: string;
 }
 
-const DIRECTIVE = /\[\[([a-z-]+)(?::([^\]]*?))?\]\]/g;
+// A value may hold single `]` (JSON arrays); the directive ends at the first `]]`.
+const DIRECTIVE = /\[\[([a-z-]+)(?::((?:[^\]]|\](?!\]))*?))?\]\]/g;
 
 export class DirectiveError extends Error {}
 
@@ -31,7 +35,8 @@ export function parseDirectives(input: string): Directives {
   directives.text = input
     .replace(DIRECTIVE, (_match, name: string, value: string | undefined) => {
       switch (name) {
-        case 'tool': {
+        case 'tool':
+        case 'tool-unoffered': {
           const [, toolName, json] = /^\s*([A-Za-z0-9_.-]+)\s*(.*)$/s.exec(value ?? '') ?? [];
           if (!toolName) throw new DirectiveError('directive [[tool:NAME {json}]] needs a tool name');
           let parsed: unknown = {};
@@ -43,7 +48,7 @@ export function parseDirectives(input: string): Directives {
             }
           }
           if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new DirectiveError('tool input must be a JSON object');
-          directives.tools.push({ name: toolName, input: parsed as Record<string, unknown> });
+          directives.tools.push({ name: toolName, input: parsed as Record<string, unknown>, ...(name === 'tool-unoffered' ? { checkOffered: false } : {}) });
           break;
         }
         case 'error':
@@ -72,6 +77,14 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'stop':
           directives.stopSequence = value ?? '';
+          break;
+        case 'json':
+          try {
+            JSON.parse(value ?? '');
+          } catch {
+            throw new DirectiveError('directive [[json:...]] needs valid JSON');
+          }
+          directives.json = value;
           break;
         default:
           return _match; // not ours: leave the text alone

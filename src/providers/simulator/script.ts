@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { findModel, type ModelRecord, type ProviderName } from '../catalog';
 import { DirectiveError, parseDirectives, type Directives } from './directives';
+import { jsonAnswer } from './json-answer';
 
 /** What every protocol reduces its request to. */
 export interface SimInput {
@@ -16,6 +17,10 @@ export interface SimInput {
   maxTokens?: number;
   /** Raw request body, for the deterministic id. */
   rawBody: string;
+  /** The JSON Schema of a structured-output request (`response_format: json_schema`). */
+  responseSchema?: Record<string, unknown>;
+  /** Images in the last user turn, each as its media type or URL (protocols that report them). */
+  images?: string[];
 }
 
 export class SimError extends Error {
@@ -68,12 +73,15 @@ export function planResponse(input: SimInput): Plan {
     });
   }
   for (const tool of directives.tools) {
-    if (!input.toolsOffered.includes(tool.name)) throw new SimError(400, `tool ${tool.name} was not offered in this request`);
+    if (tool.checkOffered !== false && !input.toolsOffered.includes(tool.name)) throw new SimError(400, `tool ${tool.name} was not offered in this request`);
   }
 
   let text: string;
-  if (directives.tokens !== undefined) text = Array.from({ length: directives.tokens }, (_, i) => FILLER[i % FILLER.length]).join(' ');
+  if (directives.json !== undefined) text = directives.json;
+  else if (directives.tokens !== undefined) text = Array.from({ length: directives.tokens }, (_, i) => FILLER[i % FILLER.length]).join(' ');
   else if (directives.tools.length > 0) text = '';
+  else if (input.responseSchema) text = JSON.stringify(jsonAnswer(input.responseSchema, directives.text));
+  else if (input.images?.length) text = `A simulated image (${input.images.join('; ')})`;
   else if (input.lastUserText) text = directives.text ? `You said: ${directives.text}` : 'OK.';
   else if (input.toolResults.length > 0) text = `Tool results: ${input.toolResults.join(' | ')}`;
   else text = 'OK.';

@@ -107,3 +107,14 @@ test('tool results sent over HTTP resume the paused run', async () => {
   expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
   expect(events.find((e) => e.type === 'user.tool_result')!.content[0]).not.toHaveProperty('traceparent');
 });
+
+test('reasoning becomes a leading thought block with thinking_ms, shown only with include_thinking=true', async () => {
+  const sessionId = await newSession();
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] ponder this' }] }]);
+  await waitForClosing(sessionId);
+  const plain = (await call('GET', `/v1/sessions/${sessionId}/events`)).body.data.find((e: { type: string }) => e.type === 'agent.message');
+  expect(plain.content.map((b: { type: string }) => b.type)).toEqual(['text']);
+  const thinking = (await call('GET', `/v1/sessions/${sessionId}/events?include_thinking=true`)).body.data.find((e: { type: string }) => e.type === 'agent.message');
+  expect(thinking.content.map((b: { type: string }) => b.type)).toEqual(['thought', 'text']);
+  expect(thinking.content[0]).toMatchObject({ text: expect.stringContaining('ponder'), extra_content: { gateway: { thinking_ms: expect.any(Number) } } });
+});

@@ -100,6 +100,27 @@ test('deferred tools stay out of the tool list; search_tools finds them by name,
   expect(offered[0]).toEqual(['visible', 'search_tools']);
 });
 
+test('a deferred tool named directly is loaded (tool_loaded, nothing executed), then validated strictly; a valid call goes to the client', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [{ name: 'book', description: 'books a table', defer_loading: true, input_schema: { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] } }],
+  });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool-unoffered:book {"seats":2}]]') }]);
+  let { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const loaded = events.find((e) => e.type === 'user.tool_result')!;
+  expect(loaded.content[0]).toMatchObject({ status: 'tool_loaded' });
+  expect(loaded.content[0].is_error).toBeUndefined();
+
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:book {"seats":"two"}]]') }]);
+  ({ events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2));
+  const rejected = events.filter((e) => e.type === 'user.tool_result')[1]!;
+  expect(rejected.error_code).toBe('invalid_input');
+  expect(JSON.parse(rejected.content[0].content)).toEqual({ error: { code: 'invalid_input', message: 'seats must be of type integer', field: 'seats', retryable: true } });
+
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:book {"seats":4}]]') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 3);
+  expect(event.stop_reason).toBe('client_tool_use');
+});
+
 test('an upstream client error ends the run with session.error upstream_error', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId);
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[error:400]] fail') }]);
