@@ -61,7 +61,8 @@ export async function sendEvents(deps: Deps, session: { sessionId: string; agent
       [session.sessionId, JSON.stringify([...pending]), startsRun ? newId('run') : null],
     );
   });
-  const ref = { id: session.sessionId, project_id: session.projectId, agent_id: session.agentId };
+  const title = (await deps.db.query<{ title: string | null }>('SELECT title FROM sessions WHERE id = $1', [session.sessionId])).rows[0]?.title;
+  const ref = { id: session.sessionId, project_id: session.projectId, agent_id: session.agentId, title };
   if (interruptRun) await signalSession(deps, ref, 'interrupt', interruptRun);
   else await signalSession(deps, ref);
 }

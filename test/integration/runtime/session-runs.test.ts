@@ -206,3 +206,22 @@ describe('knowledge-base grounding', () => {
     expect((request.body as { tools?: unknown[] }).tools ?? []).toEqual([]);
   });
 });
+
+test('operators see the session in Temporal: search attributes, memo title and summary', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  await api.deps.db.query('UPDATE sessions SET title = $2 WHERE id = $1', [session.sessionId, 'Support chat']);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('hi operator') }]);
+  await waitForEvent(api.deps, session.sessionId, 'closing');
+  const client = await api.deps.temporal.get();
+  const handle = client.workflow.getHandle(`session/${session.sessionId}`);
+  let description = await handle.describe();
+  for (let i = 0; i < 50 && description.searchAttributes.SessionStatus?.[0] !== 'idle'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    description = await handle.describe();
+  }
+  expect(description.searchAttributes).toMatchObject({ ProjectId: [tenant.projectId], AgentId: [session.agentId], SessionStatus: ['idle'] });
+  expect(description.taskQueue).toBe(api.deps.config.TEMPORAL_TASK_QUEUE);
+  expect(description.type).toBe('sessionWorkflow');
+  expect(description.memo).toEqual({ title: 'Support chat' });
+  expect(await description.staticSummary()).toBe(`Session ${session.sessionId}: Support chat`);
+});

@@ -1,0 +1,63 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { DefaultLogger, Runtime, Worker, type ReplayResult } from '@temporalio/worker';
+import { DeterminismViolationError } from '@temporalio/workflow';
+import { WORKFLOWS_PATH } from '../../src/temporal/worker';
+import { historyFromJson, type History } from './history-json';
+
+/**
+ * Recorded histories of representative session runs (test/replay/histories, written by
+ * `npx tsx scripts/record-history.ts`) must replay against the current workflow code: a
+ * change to workflows/ that would break running sessions fails here, before a deploy.
+ */
+const DIR = path.join(__dirname, 'histories');
+const files = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort();
+const load = (file: string): History => historyFromJson(JSON.parse(readFileSync(path.join(DIR, file), 'utf8')));
+const histories = () => files.map((file) => ({ workflowId: `replay/${path.basename(file, '.json')}`, history: load(file) }));
+
+async function replayAll(workflowsPath: string, input = histories()): Promise<ReplayResult[]> {
+  const results: ReplayResult[] = [];
+  for await (const result of Worker.runReplayHistories({ workflowsPath }, input)) results.push(result);
+  return results;
+}
+
+beforeAll(() => {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+  } catch {
+    // already installed in this process
+  }
+});
+
+test('the recorded histories cover the representative runs', () => {
+  expect(files).toEqual(['client-tool-resume.json', 'compaction.json', 'interrupt.json', 'plain.json', 'server-tool.json', 'upstream-error.json']);
+  const activities = (file: string) =>
+    (load(file).events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((name): name is string => !!name);
+  expect(activities('compaction.json')).toContain('compactContext');
+  expect(activities('server-tool.json')).toContain('runServerTool');
+  expect(activities('client-tool-resume.json').filter((name) => name === 'finishRunCycle')).toHaveLength(2);
+});
+
+test('every recorded history replays against the current workflow code', async () => {
+  const results = await replayAll(WORKFLOWS_PATH);
+  expect(results.map((r) => r.workflowId)).toEqual(files.map((f) => `replay/${path.basename(f, '.json')}`));
+  expect(results.filter((r) => r.error).map((r) => `${r.workflowId}: ${r.error}`)).toEqual([]);
+});
+
+test('an incompatible workflow change fails replay with a determinism violation; the same change behind patched() passes', async () => {
+  const broken = await replayAll(path.join(__dirname, 'fixtures/timer-before-claim.ts'));
+  expect(broken).toHaveLength(files.length);
+  for (const result of broken) expect(result.error).toBeInstanceOf(DeterminismViolationError);
+
+  const gated = await replayAll(path.join(__dirname, 'fixtures/timer-before-claim-patched.ts'));
+  expect(gated.filter((r) => r.error).map((r) => `${r.workflowId}: ${r.error}`)).toEqual([]);
+});
+
+test('a tampered history (a different activity recorded) fails replay', async () => {
+  const history = load('plain.json');
+  const scheduled = history.events!.find((e) => e.activityTaskScheduledEventAttributes)!;
+  scheduled.activityTaskScheduledEventAttributes!.activityType = { name: 'callModel' }; // the code schedules startRunCycle here
+  const [result] = await replayAll(WORKFLOWS_PATH, [{ workflowId: 'replay/tampered', history }]);
+  expect(result!.error).toBeInstanceOf(DeterminismViolationError);
+  expect(String(result!.error)).toMatch(/startRunCycle|callModel|nondetermin/i);
+});
