@@ -1,6 +1,7 @@
 import { isDevelopment } from '../src/config';
 import type { Deps } from '../src/deps';
 import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
+import { jsonSchemaError } from '../src/domain/json-schema';
 import { CLIENT_SAFE_MESSAGES, traceparentFor, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
@@ -25,6 +26,14 @@ export interface RunLimits {
 export type RunCycle =
   | { kind: 'none' }
   | { kind: 'start' | 'resume'; runId: string; cycleKey: string; model: string; limits: RunLimits; toolsetError?: RunErrorCode };
+
+/** Why an agent's tools cannot run here, checked when a run starts (agents stored before validation included). */
+function toolsetProblem(tools: ToolEntry[], development: boolean): RunErrorCode | undefined {
+  if (tools.some((tool) => (tool.type ?? 'custom') === 'custom' && 'input_schema' in tool && tool.input_schema !== undefined && jsonSchemaError(tool.input_schema))) {
+    return 'invalid_tool_schema';
+  }
+  return unservedTools(tools, development).length > 0 ? 'toolset_incomplete' : undefined;
+}
 
 const RUN_STARTING_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'];
 
@@ -90,7 +99,7 @@ export function createRunCycleActivities(deps: Deps) {
         ]);
 
         let toolsetError: RunErrorCode | undefined;
-        if (kind === 'start' && unservedTools(agent.tools ?? [], isDevelopment(deps.config)).length > 0) toolsetError = 'toolset_incomplete';
+        if (kind === 'start') toolsetError = toolsetProblem(agent.tools ?? [], isDevelopment(deps.config));
         return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}) };
       });
     },

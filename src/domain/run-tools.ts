@@ -8,6 +8,9 @@
  *   random_number   an integer in [min, max] (development only)
  * With any deferred tool, the gateway adds `search_tools` over them.
  */
+import Ajv, { type ValidateFunction } from 'ajv';
+import Ajv2020 from 'ajv/dist/2020';
+
 export interface RunToolEntry {
   type?: string;
   name?: string;
@@ -98,54 +101,37 @@ export function searchDeferredTools(tools: RunToolEntry[], query: string): Array
     .map((entry) => ({ name: entry.name!, ...(entry.label ? { label: entry.label } : {}), description: entry.description ?? '' }));
 }
 
-const TYPE_CHECKS: Record<string, (v: unknown) => boolean> = {
-  object: (v) => typeof v === 'object' && v !== null && !Array.isArray(v),
-  array: Array.isArray,
-  string: (v) => typeof v === 'string',
-  integer: Number.isInteger,
-  number: (v) => typeof v === 'number',
-  boolean: (v) => typeof v === 'boolean',
-  null: (v) => v === null,
-};
+// Strict: every keyword of the tool's JSON Schema applies (draft-07, or 2020-12 when declared).
+const draft07 = new Ajv({ strict: false, allErrors: false, validateFormats: false });
+const draft2020 = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
+// Compiled validators by schema text: agents are read afresh for every call, so object
+// identity would never hit. Bounded, oldest evicted first.
+const compiled = new Map<string, ValidateFunction>();
+const MAX_COMPILED = 500;
 
 /**
- * Strict check of a tool input against the common subset of JSON Schema (type, enum,
- * required, properties, additionalProperties: false, items). Returns the first problem,
- * naming the offending field.
+ * Checks a tool input against the tool's input schema. Returns the first problem, with
+ * the offending field as a dotted path (`address.city`, `items[2]`), or undefined.
  */
-export function validateToolInput(schema: Record<string, unknown>, input: unknown, path = ''): { field?: string; message: string } | undefined {
-  const label = path || 'input';
-  if (schema.type !== undefined) {
-    const types = (Array.isArray(schema.type) ? schema.type : [schema.type]) as string[];
-    if (!types.some((t) => (TYPE_CHECKS[t] ?? (() => true))(input))) return { field: path || undefined, message: `${label} must be of type ${types.join(' or ')}` };
+export function validateToolInput(schema: Record<string, unknown>, input: unknown): { field?: string; message: string } | undefined {
+  const key = JSON.stringify(schema);
+  let validate = compiled.get(key);
+  if (!validate) {
+    const ajv = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12') ? draft2020 : draft07;
+    validate = ajv.compile(schema);
+    ajv.removeSchema(schema); // ajv would otherwise keep every compiled object
+    if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
+    compiled.set(key, validate);
   }
-  if (Array.isArray(schema.enum) && !schema.enum.some((v) => JSON.stringify(v) === JSON.stringify(input))) {
-    return { field: path || undefined, message: `${label} must be one of ${JSON.stringify(schema.enum)}` };
-  }
-  if (TYPE_CHECKS.object!(input)) {
-    const record = input as Record<string, unknown>;
-    const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
-    for (const name of (schema.required as string[] | undefined) ?? []) {
-      const field = path ? `${path}.${name}` : name;
-      if (!(name in record)) return { field, message: `missing required field ${field}` };
-    }
-    for (const [name, value] of Object.entries(record)) {
-      const field = path ? `${path}.${name}` : name;
-      if (properties[name]) {
-        const problem = validateToolInput(properties[name]!, value, field);
-        if (problem) return problem;
-      } else if (schema.additionalProperties === false) {
-        return { field, message: `unexpected field ${field}` };
-      }
-    }
-  }
-  if (Array.isArray(input) && schema.items && typeof schema.items === 'object') {
-    for (let i = 0; i < input.length; i++) {
-      const problem = validateToolInput(schema.items as Record<string, unknown>, input[i], `${path}[${i}]`);
-      if (problem) return problem;
-    }
-  }
-  return undefined;
+  if (validate(input)) return undefined;
+  const error = validate.errors![0]!;
+  const segments = error.instancePath.split('/').slice(1).map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const missing = error.keyword === 'required' ? String((error.params as { missingProperty: string }).missingProperty) : undefined;
+  const extra = error.keyword === 'additionalProperties' ? String((error.params as { additionalProperty: string }).additionalProperty) : undefined;
+  if (missing ?? extra) segments.push((missing ?? extra)!);
+  const field = segments.reduce((path, segment) => (/^\d+$/.test(segment) ? `${path}[${segment}]` : path ? `${path}.${segment}` : segment), '');
+  const message = missing ? `missing required field ${field}` : extra ? `unexpected field ${field}` : `${field || 'input'} ${error.message}`;
+  return { ...(field ? { field } : {}), message };
 }
 
 /** The JSON error envelope of a failed tool result (model-readable). */

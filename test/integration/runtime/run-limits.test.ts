@@ -96,6 +96,13 @@ test('toolset_incomplete: echo/random_number outside development fail the run at
   expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'session.error']);
 });
 
+test('invalid_tool_schema: an agent stored with an unusable input schema fails the run at start', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'broken', input_schema: { type: 'object', properties: { a: { type: 'no-such-type' } } } }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('use it') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.error_code).toBe('invalid_tool_schema');
+});
+
 test('upstream_timeout: a provider that never answers is retried, then reported', async () => {
   const session = await createAgentAndSession(production.deps, tenant.projectId);
   await sendEvents(production.deps, session, [{ type: 'user.message', content: text('[[delay:5000]] slow') }]);

@@ -114,7 +114,7 @@ test('a deferred tool named directly is loaded (tool_loaded, nothing executed), 
   ({ events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2));
   const rejected = events.filter((e) => e.type === 'user.tool_result')[1]!;
   expect(rejected.error_code).toBe('invalid_input');
-  expect(JSON.parse(rejected.content[0].content)).toEqual({ error: { code: 'invalid_input', message: 'seats must be of type integer', field: 'seats', retryable: true } });
+  expect(JSON.parse(rejected.content[0].content)).toEqual({ error: { code: 'invalid_input', message: 'seats must be integer', field: 'seats', retryable: true } });
 
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:book {"seats":4}]]') }]);
   const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 3);

@@ -30,7 +30,7 @@ test('search over deferred tools matches name, label and description words', () 
 test('strict input validation names the offending field', () => {
   const schema = tools[0]!.input_schema!;
   expect(validateToolInput(schema, { seats: 2 })).toBeUndefined();
-  expect(validateToolInput(schema, { seats: 'two' })).toEqual({ field: 'seats', message: 'seats must be of type integer' });
+  expect(validateToolInput(schema, { seats: 'two' })).toEqual({ field: 'seats', message: 'seats must be integer' });
   expect(validateToolInput(schema, {})).toEqual({ field: 'seats', message: 'missing required field seats' });
   expect(validateToolInput(schema, { seats: 1, extra: true })).toEqual({ field: 'extra', message: 'unexpected field extra' });
   expect(JSON.parse(toolErrorEnvelope('invalid_input', 'bad', { field: 'seats', retryable: true }))).toEqual({ error: { code: 'invalid_input', message: 'bad', field: 'seats', retryable: true } });
