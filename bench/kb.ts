@@ -5,14 +5,15 @@
  *    flight) and the same documents straight into Elasticsearch with `_bulk` (same batches,
  *    same concurrency, same refresh=wait_for, same routing and source shape).
  * 2. Search p50/p99 through the api and with the equivalent raw Elasticsearch request,
- *    with and without aggregations.
+ *    with and without aggregations, interleaved query by query (order alternating).
  * Run keyword-only (no embedder: the api's own overhead) and hybrid (local model: the api
  * also embeds every document and query; the raw side gets precomputed vectors).
  * Options: --docs 10000 --hybrid-docs 2000 --searches 300 --concurrency 4 --skip-hybrid
+ * The api runs in this process; its client is node:http with keep-alive (see startApi).
  * Writes bench/results/kb-<time>.json. Needs the local services (npm run services).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { estypes } from '@elastic/elasticsearch';
@@ -87,17 +88,31 @@ async function startApi(overrides: Record<string, string>) {
   await migrate(deps.db);
   const server: Server = createServer(createApp(deps).callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const account = await createAccount(deps.db, 'bench');
   const project = await createProject(deps.db, account.id, 'bench');
   const { key } = await issueApiKey(deps.db, { projectId: project.id, preset: 'all' });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const post = async (route: string, body: unknown) => {
-    const response = await fetch(`${url}${route}`, { method: 'POST', headers, body: JSON.stringify(body) });
-    const json = (await response.json()) as Record<string, unknown>;
-    if (!response.ok) throw new Error(`${route}: ${response.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  // node:http over a keep-alive agent, not fetch: the api runs in this process, so the
+  // client's CPU is spent on the same event loop, and fetch costs several times more per
+  // request than the Elasticsearch client's own transport does on the raw side.
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const { port } = server.address() as AddressInfo;
+  const post = (route: string, body: unknown) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const payload = JSON.stringify(body);
+      const req = httpRequest({ agent, host: '127.0.0.1', port, path: route, method: 'POST', headers: { ...headers, 'content-length': Buffer.byteLength(payload) } }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', reject);
+        response.on('end', () => {
+          const json = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+          if ((response.statusCode ?? 500) >= 300) return reject(new Error(`${route}: ${response.statusCode} ${JSON.stringify(json)}`));
+          resolve(json);
+        });
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
   const close = async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -123,16 +138,31 @@ async function timed(work: () => Promise<void>): Promise<number> {
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-async function latencies(run: (i: number) => Promise<unknown>): Promise<{ p50: number; p99: number }> {
-  for (let i = 0; i < 30; i++) await run(i); // warm-up
-  const samples: number[] = [];
-  for (let i = 0; i < SEARCHES; i++) {
+/**
+ * Sequential latencies of two ways to run the same query, interleaved (api, raw, raw, api,
+ * ...: the order alternates), so neither side gets the warmer caches or the quieter moment.
+ */
+async function pairedLatencies(
+  runApi: (i: number) => Promise<unknown>,
+  runRaw: (i: number) => Promise<unknown>,
+): Promise<{ api: { p50: number; p99: number }; raw: { p50: number; p99: number } }> {
+  for (let i = 0; i < 30; i++) await Promise.all([runApi(i), runRaw(i)]); // warm-up
+  const samples = { api: [] as number[], raw: [] as number[] };
+  const measure = async (side: 'api' | 'raw', i: number) => {
     const start = performance.now();
-    await run(i);
-    samples.push(performance.now() - start);
+    await (side === 'api' ? runApi(i) : runRaw(i));
+    samples[side].push(performance.now() - start);
+  };
+  for (let i = 0; i < SEARCHES; i++) {
+    const [first, second] = i % 2 === 0 ? (['api', 'raw'] as const) : (['raw', 'api'] as const);
+    await measure(first, i);
+    await measure(second, i);
   }
-  samples.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  const summary = (values: number[]) => {
+    values.sort((x, y) => x - y);
+    return { p50: percentile(values, 50), p99: percentile(values, 99) };
+  };
+  return { api: summary(samples.api), raw: summary(samples.raw) };
 }
 
 // ------------------------------------------------------------------ the modes
@@ -197,9 +227,11 @@ async function runMode(mode: 'keyword' | 'hybrid', docs: Doc[]) {
     }));
 
     const search = async (withAggs: boolean) => {
-      const through = await latencies((i) => api.post(`/v1/kb/collections/${apiCollection}/search`, { query: QUERIES[i % QUERIES.length], ...(withAggs ? { aggregations: AGGREGATIONS } : {}) }));
       const queryVectors = context.embedder ? await context.embedder.embed(QUERIES, 'query') : undefined;
-      const raw = await latencies((i) => rawSearch(api.deps, context, rawCollection, QUERIES[i % QUERIES.length]!, withAggs, queryVectors?.[i % QUERIES.length]));
+      const { api: through, raw } = await pairedLatencies(
+        (i) => api.post(`/v1/kb/collections/${apiCollection}/search`, { query: QUERIES[i % QUERIES.length], ...(withAggs ? { aggregations: AGGREGATIONS } : {}) }),
+        (i) => rawSearch(api.deps, context, rawCollection, QUERIES[i % QUERIES.length]!, withAggs, queryVectors?.[i % QUERIES.length]),
+      );
       return { api: through, raw, overhead_p50_ms: through.p50 - raw.p50 };
     };
     const plain = await search(false);
@@ -225,7 +257,7 @@ async function main() {
 
   console.log(`\nBulk indexing (${BATCH} docs/request, ${CONCURRENCY} in flight, refresh=wait_for)`);
   console.table(results.map((r) => ({ mode: r.mode, docs: r.documents, 'api docs/s': f(r.bulk.api_docs_per_s, 0), 'raw ES docs/s': f(r.bulk.raw_docs_per_s, 0), 'api/raw': `${f(r.bulk.ratio * 100)}%` })));
-  console.log(`Search latency (ms, ${SEARCHES} sequential queries, top_n 10)`);
+  console.log(`Search latency (ms, ${SEARCHES} sequential queries per side, api and raw interleaved, top_n 10)`);
   console.table(results.flatMap((r) => [
     { mode: r.mode, aggregations: 'no', 'api p50': f(r.search.api.p50, 2), 'api p99': f(r.search.api.p99, 2), 'raw p50': f(r.search.raw.p50, 2), 'raw p99': f(r.search.raw.p99, 2), 'overhead p50': f(r.search.overhead_p50_ms, 2) },
     { mode: r.mode, aggregations: 'yes', 'api p50': f(r.search_with_aggregations.api.p50, 2), 'api p99': f(r.search_with_aggregations.api.p99, 2), 'raw p50': f(r.search_with_aggregations.raw.p50, 2), 'raw p99': f(r.search_with_aggregations.raw.p99, 2), 'overhead p50': f(r.search_with_aggregations.overhead_p50_ms, 2) },

@@ -121,7 +121,13 @@ start_temporal() {
 }
 
 stop_temporal() {
-  [ -f "$DATA/temporal.pid" ] && kill "$(cat "$DATA/temporal.pid")" 2>/dev/null || true
+  if [ -f "$DATA/temporal.pid" ]; then
+    local pid; pid=$(cat "$DATA/temporal.pid")
+    kill "$pid" 2>/dev/null || true
+    # Wait for the exit, so a `start` right after really starts a new server.
+    local deadline=$((SECONDS + 30))
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+  fi
   rm -f "$DATA/temporal.pid"
 }
 

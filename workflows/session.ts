@@ -1,5 +1,6 @@
 import {
   CancellationScope,
+  CancelledFailure,
   ActivityCancellationType,
   ApplicationFailure,
   type RetryPolicy,
@@ -43,15 +44,23 @@ const retry: RetryPolicy = {
   nonRetryableErrorTypes: ['invalid_tool_schema', 'toolset_incomplete', 'context_exceeded', 'internal_error'],
 };
 
-const bookkeeping = proxyActivities<Activities>({
+const bookkeepingActivities = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
 });
 
+// The event log must record how a run ended even when the workflow itself is being
+// cancelled (an operator's `temporal workflow cancel`), so bookkeeping is never cancelled.
+const bookkeeping = {
+  startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) => CancellationScope.nonCancellable(() => bookkeepingActivities.startRunCycle(input)),
+  finishRunCycle: (input: Parameters<Activities['finishRunCycle']>[0]) => CancellationScope.nonCancellable(() => bookkeepingActivities.finishRunCycle(input)),
+};
+
 const modelActivities = (summary: string) =>
   proxyActivities<Activities>({
     startToCloseTimeout: '10 minutes',
-    heartbeatTimeout: '30 seconds',
+    // Model activities heartbeat every second; a worker that died is noticed within 10 s.
+    heartbeatTimeout: '10 seconds',
     // An interrupt waits until the activity has aborted its upstream call.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry,
@@ -187,7 +196,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           cycleKey: uuid4(),
           usage: zeroUsage(),
           contextTokens: result.contextTokens,
-          ...(next.kind === 'interrupted' ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_abandoned' as const }),
+          ...(next.kind === 'interrupted'
+            ? { stopReason: 'user_cancelled' as const }
+            : { errorCode: next.kind === 'cancelled' ? ('run_interrupted' as const) : ('run_abandoned' as const) }),
           endRun: true,
         });
         break;
@@ -198,7 +209,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     currentRunId = undefined;
   }
 
-  async function waitForToolResults(paused: ActiveCycle): Promise<{ kind: 'resume'; cycle: ActiveCycle } | { kind: 'interrupted' } | { kind: 'abandoned' }> {
+  async function waitForToolResults(paused: ActiveCycle): Promise<{ kind: 'resume'; cycle: ActiveCycle } | { kind: 'interrupted' } | { kind: 'abandoned' } | { kind: 'cancelled' }> {
     let abandoned = false;
     const timerScope = new CancellationScope();
     void timerScope
@@ -209,7 +220,12 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       .catch(() => undefined);
     try {
       for (;;) {
-        await condition(() => signalled || interruptRequested || abandoned);
+        try {
+          await condition(() => signalled || interruptRequested || abandoned);
+        } catch (error) {
+          if (isCancellation(error)) return { kind: 'cancelled' }; // the workflow is being cancelled
+          throw error;
+        }
         if (interruptRequested) return { kind: 'interrupted' };
         if (!signalled) return { kind: 'abandoned' };
         signalled = false;
@@ -221,22 +237,32 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     }
   }
 
-  for (;;) {
-    await condition(() => signalled || workflowInfo().continueAsNewSuggested);
-    if (signalled) {
-      signalled = false;
-      let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
-      while (cycle.kind === 'start') {
-        await executeRun(cycle);
-        setStatus('idle');
-        // A message that arrived during the run starts the next one at once.
-        cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+  try {
+    for (;;) {
+      await condition(() => signalled || workflowInfo().continueAsNewSuggested);
+      if (signalled) {
+        signalled = false;
+        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+        while (cycle.kind === 'start') {
+          await executeRun(cycle);
+          setStatus('idle');
+          // A cancelled workflow runs nothing more; see the catch below.
+          if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('session workflow cancelled');
+          // A message that arrived during the run starts the next one at once.
+          cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+        }
+      }
+      if (workflowInfo().continueAsNewSuggested && !signalled) {
+        await condition(allHandlersFinished);
+        await continueAsNew<typeof sessionWorkflow>(input);
       }
     }
-    if (workflowInfo().continueAsNewSuggested && !signalled) {
-      await condition(allHandlersFinished);
-      await continueAsNew<typeof sessionWorkflow>(input);
-    }
+  } catch (error) {
+    // Cancelling the workflow (an operator's `temporal workflow cancel`) ends it after the
+    // run in flight was closed as `run_interrupted`. A message that arrived meanwhile must
+    // not be lost: carry on in a fresh execution instead of closing.
+    if (isCancellation(error) && signalled) await continueAsNew<typeof sessionWorkflow>(input);
+    throw error;
   }
 }
 

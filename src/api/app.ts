@@ -9,6 +9,7 @@ import { healthRouter } from './routes/health';
 import { modelsRouter } from './routes/models';
 import { chatCompletionsRouter } from './routes/chat-completions';
 import { messagesRouter } from './routes/messages';
+import { contentRouter } from './routes/content';
 import { oauthRouter } from './routes/oauth';
 import { sitesRouter } from './routes/sites';
 import { analyticsRouter } from './routes/analytics';
@@ -47,6 +48,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
     modelsRouter(deps),
     chatCompletionsRouter(deps),
     messagesRouter(deps),
+    contentRouter(deps),
     kbRouter(deps),
     agentsRouter(deps),
     sessionsRouter(deps),

@@ -1,11 +1,11 @@
 import type { Deps } from '../deps';
 import { ApiError, forbidden } from '../api/errors';
 import type { Middleware } from '../api/types';
-import { findApiKeyByHash, touchApiKey } from '../store/api-keys';
 import { findServiceTokenByHash } from '../store/service-tokens';
 import { findOAuthAccessTokenByHash } from '../store/oauth';
 import { ACCESS_TOKEN_PATTERN, OAUTH_ACCESS_TOKEN_PREFIX } from '../domain/oauth';
 import { hashSecret, isWellFormedApiKey, API_KEY_PREFIX } from './api-keys';
+import { apiKeyCacheFor } from './api-key-cache';
 import type { Principal } from './principal';
 import { hasAccess, type Scope } from './scopes';
 import { SERVICE_TOKEN_PREFIX, jwtAlgorithm, verifyBrowserToken, verifyIdpToken } from './tokens';
@@ -45,9 +45,11 @@ export async function resolveCredential(deps: Deps, token: string): Promise<Prin
   if (token.startsWith(API_KEY_PREFIX)) {
     // Malformed keys are refused before any database lookup.
     if (!isWellFormedApiKey(token)) throw invalidToken();
-    const key = await findApiKeyByHash(deps.db, hashSecret(token));
+    // Cached per process and invalidated by revocation NOTIFYs: see api-key-cache.ts.
+    const keys = apiKeyCacheFor(deps.db, deps.config.DATABASE_URL, deps.logger);
+    const key = await keys.lookup(hashSecret(token));
     if (!key || key.revoked_at) throw invalidToken();
-    void touchApiKey(deps.db, key.id).catch(() => undefined);
+    keys.touch(key.id);
     return {
       method: 'api_key',
       actorType: key.owner_subject ? 'authenticated' : 'service',

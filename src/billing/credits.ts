@@ -14,7 +14,8 @@ export async function getBalanceNano(db: Queryable, projectId: string): Promise<
 /**
  * Refuses a metered request when the balance is exhausted. The check happens before
  * the upstream call and the debit after it, so concurrent requests can overshoot the
- * balance only by what is already in flight.
+ * balance only by what is already in flight. (The gateway's hot path uses the same rule
+ * through CreditAdmission, admission.ts, which skips the read for projects known positive.)
  */
 export async function assertCredits(db: Queryable, projectId: string): Promise<void> {
   if ((await getBalanceNano(db, projectId)) <= 0n) throw creditsExhausted();

@@ -1,7 +1,6 @@
 import type { Pool } from 'pg';
 import type { ActorType, AuthMethod, Principal } from '../auth/principal';
-import { withTransaction, type Queryable } from '../store/db';
-import { debitCredits } from './credits';
+import type { Queryable } from '../store/db';
 
 export { assertCredits } from './credits';
 
@@ -81,10 +80,144 @@ export async function insertUsage(client: Queryable, row: UsageRow): Promise<voi
   );
 }
 
-/** Writes the usage row and debits its credits in one transaction: no debit is ever lost or doubled. */
-export async function chargeUsage(pool: Pool, row: UsageRow): Promise<void> {
-  await withTransaction(pool, async (client) => {
-    await insertUsage(client, row);
-    await debitCredits(client, row.projectId, BigInt(row.credits_nano), row.requestId ?? null);
+/**
+ * Writes the usage row and debits its credits: no debit is ever lost or doubled. Resolves
+ * once both are committed. Rows are written by the pool's UsageWriter, which puts every row
+ * waiting at that moment into one statement (see writeUsageBatch).
+ */
+export function chargeUsage(pool: Pool, row: UsageRow): Promise<void> {
+  let writer = writers.get(pool);
+  if (!writer) {
+    writer = new UsageWriter(pool);
+    writers.set(pool, writer);
+  }
+  return writer.write(row);
+}
+
+const writers = new WeakMap<Pool, UsageWriter>();
+const MAX_BATCH = 500;
+/** Deadlock and serialization failures: the statement wrote nothing, so running it again is safe. */
+const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
+
+interface PendingRow {
+  row: UsageRow;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit for metering. At most one statement is in flight per pool; rows that
+ * arrive meanwhile wait for it and then go together in the next one. An idle gateway
+ * writes each row at once (no timer, no added delay); a busy one writes one statement per
+ * database round trip instead of one transaction of five round trips per request, and the
+ * statement-level rollup trigger (migration 041) runs once per batch instead of per row.
+ *
+ * Crash safety: a row is only in memory until its statement commits, exactly the window
+ * an in-flight transaction had before; callers that must know it is durable await the
+ * promise. The debit is derived from the inserted usage rows inside that same statement,
+ * so usage and debit commit together or not at all: a crash can never leave one without
+ * the other, and a retried statement cannot double anything because a failed one wrote
+ * nothing.
+ */
+class UsageWriter {
+  private queue: PendingRow[] = [];
+  private flushing = false;
+
+  constructor(private readonly pool: Pool) {}
+
+  write(row: UsageRow): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ row, resolve, reject });
+      if (!this.flushing) void this.flush();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        try {
+          await writeWithRetry(this.pool, batch.map((pending) => pending.row));
+          for (const pending of batch) pending.resolve();
+        } catch (error) {
+          if (batch.length === 1) {
+            batch[0]!.reject(error);
+            continue;
+          }
+          // One bad row must not fail the others: write them one by one.
+          for (const pending of batch) {
+            await writeWithRetry(this.pool, [pending.row]).then(pending.resolve, pending.reject);
+          }
+        }
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+}
+
+async function writeWithRetry(db: Queryable, rows: UsageRow[]): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await writeUsageBatch(db, rows);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (attempt >= 3 || !code || !RETRYABLE_SQLSTATES.has(code)) throw error;
+    }
+  }
+}
+
+/**
+ * One statement (hence one transaction): inserts the usage rows, then from exactly the rows
+ * inserted writes one ledger line per charged row and subtracts each project's sum from its
+ * balance. Balance rows are locked in project order so concurrent batches from several api
+ * processes cannot deadlock on each other (a deadlock with another writer is retried).
+ */
+export async function writeUsageBatch(db: Queryable, rows: UsageRow[]): Promise<void> {
+  const column = <T>(pick: (row: UsageRow) => T) => rows.map(pick);
+  await db.query({
+    name: 'usage-batch',
+    text: `WITH inserted AS (
+             INSERT INTO usage_records (created_at, project_id, key_id, model, operation, client_id, auth_method, actor_type, application,
+               input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens, reasoning_tokens, credits_nano, request_id)
+             SELECT COALESCE(r.created_at, now()), r.project_id, r.key_id, r.model, r.operation, r.client_id, r.auth_method, r.actor_type,
+                    r.application, r.input_tokens, r.output_tokens, r.cache_read_input_tokens, r.cache_creation_input_tokens,
+                    r.reasoning_tokens, r.credits_nano, r.request_id
+               FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                           $9::text[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::text[])
+                 AS r(created_at, project_id, key_id, model, operation, client_id, auth_method, actor_type, application, input_tokens,
+                      output_tokens, cache_read_input_tokens, cache_creation_input_tokens, reasoning_tokens, credits_nano, request_id)
+             RETURNING project_id, credits_nano, request_id
+           ), ledger AS (
+             INSERT INTO credit_ledger (project_id, kind, delta_nano, reference)
+             SELECT project_id, 'debit', -credits_nano, request_id FROM inserted WHERE credits_nano > 0
+           ), debits AS (
+             SELECT project_id, sum(credits_nano) AS total FROM inserted WHERE credits_nano > 0 GROUP BY project_id
+           ), locked AS MATERIALIZED (
+             SELECT c.project_id FROM project_credits c WHERE c.project_id IN (SELECT project_id FROM debits)
+              ORDER BY c.project_id FOR UPDATE
+           )
+           UPDATE project_credits c SET balance_nano = c.balance_nano - d.total, updated_at = now()
+             FROM debits d JOIN locked l ON l.project_id = d.project_id
+            WHERE c.project_id = d.project_id`,
+    values: [
+      column((r) => r.createdAt ?? null),
+      column((r) => r.projectId),
+      column((r) => r.keyId ?? null),
+      column((r) => r.model),
+      column((r) => r.operation),
+      column((r) => r.clientId ?? ''),
+      column((r) => r.authMethod),
+      column((r) => r.actorType),
+      column((r) => r.application),
+      column((r) => r.input_tokens),
+      column((r) => r.output_tokens),
+      column((r) => r.cache_read_input_tokens),
+      column((r) => r.cache_creation_input_tokens),
+      column((r) => r.reasoning_tokens),
+      column((r) => r.credits_nano),
+      column((r) => r.requestId ?? null),
+    ],
   });
 }

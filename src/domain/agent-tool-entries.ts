@@ -81,3 +81,15 @@ export function toolsSchema(maxItems: number) {
       });
     });
 }
+
+/**
+ * The collections the agent's `knowledge_base` entries name, with each entry's index in
+ * `tools` so a missing collection can be reported as `tools.N.collection_id`.
+ */
+export function knowledgeBaseCollections(tools: readonly ToolEntry[] | null): { index: number; collectionId: string }[] {
+  const entries: { index: number; collectionId: string }[] = [];
+  (tools ?? []).forEach((tool, index) => {
+    if (tool.type === 'knowledge_base') entries.push({ index, collectionId: tool.collection_id });
+  });
+  return entries;
+}

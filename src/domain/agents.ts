@@ -54,6 +54,31 @@ const skills = z.array(openObject).max(AGENT_LIMITS.skills, `must have at most $
 const tools = toolsSchema(AGENT_LIMITS.tools);
 const projectId = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(AGENT_LIMITS.projectIdChars);
 
+/** A per-key metadata patch: a string adds or updates the key, null deletes it. */
+export function metadataPatchSchema(reserved: readonly string[] = []) {
+  return z.record(metadataKey, metadataValue.nullable()).superRefine((m, ctx) => {
+    for (const key of reserved) {
+      if (Object.hasOwn(m, key)) ctx.addIssue({ code: 'custom', path: [key], message: `the key '${key}' is reserved; use the top-level field` });
+    }
+  });
+}
+
+/**
+ * Applies a per-key metadata patch (omitted keys kept). The key limit applies to the
+ * result, so a patch may add a key while deleting another at the limit.
+ */
+export function applyMetadataPatch(current: Record<string, string>, patch: Record<string, string | null> | undefined): { metadata: Record<string, string> } | { error: FieldError } {
+  const metadata = { ...current };
+  for (const [key, value] of Object.entries(patch ?? {})) {
+    if (value === null) delete metadata[key];
+    else metadata[key] = value;
+  }
+  if (Object.keys(metadata).length > METADATA_LIMITS.keys) {
+    return { error: { param: 'metadata', message: `metadata: must have at most ${METADATA_LIMITS.keys} keys after the update` } };
+  }
+  return { metadata };
+}
+
 /** PATCH fields that may change but never be cleared: null is a 400 naming the field. */
 const notNull = <T extends z.ZodType>(schema: T, field: string) =>
   schema.nullable().optional().refine((v) => v !== null, `${field} cannot be cleared`);
@@ -93,14 +118,7 @@ export const AgentPatchSchema = z.strictObject({
   mcp_servers: mcpServers.nullish(),
   tools: tools.nullish(),
   skills: skills.nullish(),
-  metadata: z
-    .record(metadataKey, metadataValue.nullable())
-    .superRefine((m, ctx) => {
-      for (const key of RESERVED_METADATA_KEYS) {
-        if (Object.hasOwn(m, key)) ctx.addIssue({ code: 'custom', path: [key], message: `the key '${key}' is reserved; use the top-level field` });
-      }
-    })
-    .optional(),
+  metadata: metadataPatchSchema(RESERVED_METADATA_KEYS).optional(),
 });
 export type AgentPatch = z.infer<typeof AgentPatchSchema>;
 
@@ -160,14 +178,19 @@ export function agentFieldsFromCreate(input: AgentCreate): AgentFields {
 }
 
 /**
- * The catalog rules: the model exists and supports tools; reasoning_effort is in the
- * model's enum (a model publishing none rejects any value); max_tokens is not above the
- * catalog-wide output maximum.
+ * The catalog rules: the model exists and supports tools; temperature is within the
+ * model's published range (a model without temperature support rejects any value);
+ * reasoning_effort is in the model's enum (a model publishing none rejects any value);
+ * max_tokens is not above the catalog-wide output maximum.
  */
-export function modelRuleError(fields: Pick<AgentFields, 'model' | 'reasoning_effort' | 'max_tokens'>): FieldError | undefined {
+export function modelRuleError(fields: Pick<AgentFields, 'model' | 'temperature' | 'reasoning_effort' | 'max_tokens'>): FieldError | undefined {
   const record = findModel(fields.model);
   if (!record) return { param: 'model', message: `model: unknown model '${fields.model}'; see GET /v1/models` };
   if (!hasCapability(record, 'tools')) return { param: 'model', message: `model: '${fields.model}' does not support the 'tools' capability` };
+  if (fields.temperature !== null) {
+    const error = temperatureError(fields.model, fields.temperature);
+    if (error) return { param: 'temperature', message: `temperature: ${error}` };
+  }
   if (fields.reasoning_effort !== null) {
     const error = reasoningEffortError(fields.model, fields.reasoning_effort);
     if (error) return { param: 'reasoning_effort', message: `reasoning_effort: ${error}` };
@@ -175,6 +198,18 @@ export function modelRuleError(fields: Pick<AgentFields, 'model' | 'reasoning_ef
   if (fields.max_tokens !== null && fields.max_tokens > CATALOG_MAX_OUTPUT_TOKENS) {
     return { param: 'max_tokens', message: `max_tokens: must be at most ${CATALOG_MAX_OUTPUT_TOKENS} (the catalog-wide output maximum)` };
   }
+  return undefined;
+}
+
+/**
+ * Why `temperature` is not accepted by `modelId`, or undefined when it is. The catalog's
+ * `parameters.temperature` gives support and an inclusive range; a model without the
+ * record, or with `supported: false`, accepts no temperature at all (0 included).
+ */
+export function temperatureError(modelId: string, temperature: number): string | undefined {
+  const range = findModel(modelId)?.parameters.temperature;
+  if (!range?.supported) return `model '${modelId}' does not support temperature; omit it or send null`;
+  if (temperature < range.min || temperature > range.max) return `must be between ${range.min} and ${range.max} for model '${modelId}'`;
   return undefined;
 }
 
@@ -190,10 +225,15 @@ export function reasoningEffortError(modelId: string, effort: string): string | 
 /**
  * Applies a PATCH to the stored fields, field class by field class, then the catalog
  * rules. A model change silently clears a stored reasoning_effort the new model does not
- * accept (unless the same request sets one, which is then validated).
+ * accept (unless the same request sets one, which is then validated). A stored temperature
+ * follows the same rule: when the request does not send `temperature`, a stored value the
+ * resulting model does not accept (unsupported, or outside its range) is cleared rather
+ * than failing the update, so a model switch never needs a second field to succeed, and an
+ * agent stored before temperatures were checked against the catalog is normalised on its
+ * next update. A temperature sent in the request is always validated (400).
  */
 export function applyAgentPatch(current: AgentFields, patch: AgentPatch): { fields: AgentFields } | { error: FieldError } {
-  const next: AgentFields = { ...current, metadata: { ...current.metadata } };
+  const next: AgentFields = { ...current };
   if (patch.project_id) next.project_id = patch.project_id;
   if (patch.name) next.name = patch.name;
   if (patch.model) next.model = patch.model;
@@ -207,17 +247,16 @@ export function applyAgentPatch(current: AgentFields, patch: AgentPatch): { fiel
   if (patch.mcp_servers !== undefined) next.mcp_servers = emptyToNull(patch.mcp_servers, emptyArray);
   if (patch.tools !== undefined) next.tools = emptyToNull(patch.tools, emptyArray);
   if (patch.skills !== undefined) next.skills = emptyToNull(patch.skills, emptyArray);
-  for (const [key, value] of Object.entries(patch.metadata ?? {})) {
-    if (value === null) delete next.metadata[key];
-    else next.metadata[key] = value;
-  }
-  if (Object.keys(next.metadata).length > METADATA_LIMITS.keys) {
-    return { error: { param: 'metadata', message: `metadata: must have at most ${METADATA_LIMITS.keys} keys after the update` } };
-  }
+  const metadata = applyMetadataPatch(current.metadata, patch.metadata);
+  if ('error' in metadata) return metadata;
+  next.metadata = metadata.metadata;
 
   const modelChanged = next.model !== current.model;
   if (modelChanged && patch.reasoning_effort === undefined && next.reasoning_effort !== null && reasoningEffortError(next.model, next.reasoning_effort)) {
     next.reasoning_effort = null;
+  }
+  if (patch.temperature === undefined && next.temperature !== null && temperatureError(next.model, next.temperature)) {
+    next.temperature = null;
   }
   const error = modelRuleError(next);
   return error ? { error } : { fields: next };

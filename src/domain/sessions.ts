@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { applyMetadataPatch, metadataPatchSchema, type FieldError } from './agents';
 import { chars, metadataMap, pageLimit, queryBoolean } from './fields';
 
 export const SESSION_LIMITS = { titleChars: 512, ownerIdChars: 255, metadataKeys: 16, agentIdChars: 64 } as const;
@@ -35,6 +36,33 @@ export const SessionCreateSchema = z.strictObject({
   owner_id: chars(SESSION_LIMITS.ownerIdChars).refine((v) => v.length > 0, 'must not be empty').nullish(),
 });
 export type SessionCreate = z.infer<typeof SessionCreateSchema>;
+
+/**
+ * PATCH /v1/sessions/{id}: only `title` (a string sets it, null clears it) and `metadata`
+ * (per-key patch as on agents). `owner_id` is immutable, so sending it at all is a 400
+ * that says so; any other field is an unknown-field 400.
+ */
+export const SessionPatchSchema = z.strictObject({
+  title: chars(SESSION_LIMITS.titleChars).nullish(),
+  metadata: metadataPatchSchema().optional(),
+  owner_id: z
+    .unknown()
+    .optional()
+    .refine((v) => v === undefined, 'is immutable: it is recorded when the session is created and cannot be changed'),
+});
+export type SessionPatch = z.infer<typeof SessionPatchSchema>;
+
+export interface SessionEditableFields {
+  title: string | null;
+  metadata: Record<string, string>;
+}
+
+/** The session's title and metadata after the patch; the metadata key limit applies to the result. */
+export function applySessionPatch(current: SessionEditableFields, patch: SessionPatch): { fields: SessionEditableFields } | { error: FieldError } {
+  const metadata = applyMetadataPatch(current.metadata, patch.metadata);
+  if ('error' in metadata) return metadata;
+  return { fields: { title: patch.title === undefined ? current.title : patch.title, metadata: metadata.metadata } };
+}
 
 export const SessionListQuerySchema = z
   .strictObject({

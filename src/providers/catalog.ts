@@ -155,3 +155,108 @@ export function computeCreditsNano(model: ModelRecord, usage: TokenUsage): numbe
     BigInt(usage.cache_creation_input_tokens) * BigInt(p.cache_write);
   return Number(total);
 }
+
+/**
+ * Media models (image generation, speech, transcription). They are kept apart from the
+ * chat catalog above on purpose: `findModel` and `listModels` serve chat completions,
+ * messages and agents, and a media model there would be accepted as a chat model.
+ * Content helpers look them up with `findMediaModel(id, capability)`.
+ *
+ * Media prices are not all per token, so each record says how it is billed, always in
+ * integer nano-credits (1 credit = 0.01 USD):
+ * - `tokens`: the provider reports token usage (gpt-image-1 text input / image output;
+ *   gpt-4o-transcribe audio and text input / text output) priced like the chat catalog.
+ * - `per_image`: a price per generated image by `<quality>:<size>` (dall-e-3).
+ * - `per_character`: a price per input character (tts-1, tts-1-hd).
+ * - `per_second`: a price per second of audio (whisper-1, reported by the provider).
+ */
+export type MediaCapability = 'image_generation' | 'speech' | 'transcription';
+
+export type MediaPricing =
+  | { unit: 'tokens'; input: number; output: number; audio_input?: number }
+  | { unit: 'per_image'; images: Record<string, number> }
+  | { unit: 'per_character'; character: number }
+  | { unit: 'per_second'; second: number };
+
+export interface MediaModelRecord {
+  id: string;
+  provider: ProviderName;
+  name: string;
+  capabilities: MediaCapability[];
+  pricing: MediaPricing;
+}
+
+/** USD per unit → nano-credits per unit (1 nano-credit = 1e-11 USD). */
+const usdEach = (value: number): number => Math.round(value * 1e11);
+
+function media(name: string, capability: MediaCapability, pricing: MediaPricing): MediaModelRecord {
+  return { id: `openai/${name}`, provider: 'openai', name, capabilities: [capability], pricing };
+}
+
+export const MEDIA_MODELS: readonly MediaModelRecord[] = [
+  // gpt-image-1: text input 5 USD/M, image output tokens 40 USD/M.
+  media('gpt-image-1', 'image_generation', { unit: 'tokens', input: usd(5), output: usd(40) }),
+  // dall-e-3: 0.04 / 0.08 USD (standard) and 0.08 / 0.12 USD (hd) per image, square / wide.
+  media('dall-e-3', 'image_generation', {
+    unit: 'per_image',
+    images: {
+      'standard:1024x1024': usdEach(0.04),
+      'standard:1024x1792': usdEach(0.08),
+      'standard:1792x1024': usdEach(0.08),
+      'hd:1024x1024': usdEach(0.08),
+      'hd:1024x1792': usdEach(0.12),
+      'hd:1792x1024': usdEach(0.12),
+    },
+  }),
+  // tts-1: 15 USD per million characters; tts-1-hd: 30 USD.
+  media('tts-1', 'speech', { unit: 'per_character', character: usd(15) }),
+  media('tts-1-hd', 'speech', { unit: 'per_character', character: usd(30) }),
+  // whisper-1: 0.006 USD per minute = 0.0001 USD per second.
+  media('whisper-1', 'transcription', { unit: 'per_second', second: usdEach(0.0001) }),
+  // gpt-4o(-mini)-transcribe: audio input 6 (3) USD/M, text input 2.5 (1.25), text output 10 (5).
+  media('gpt-4o-transcribe', 'transcription', { unit: 'tokens', input: usd(2.5), output: usd(10), audio_input: usd(6) }),
+  media('gpt-4o-mini-transcribe', 'transcription', { unit: 'tokens', input: usd(1.25), output: usd(5), audio_input: usd(3) }),
+];
+
+const MEDIA_BY_ID = new Map(MEDIA_MODELS.map((model) => [model.id, model]));
+
+export function findMediaModel(id: string, capability: MediaCapability): MediaModelRecord | undefined {
+  const model = MEDIA_BY_ID.get(id);
+  return model?.capabilities.includes(capability) ? model : undefined;
+}
+
+export function listMediaModels(capability?: MediaCapability): MediaModelRecord[] {
+  return MEDIA_MODELS.filter((model) => !capability || model.capabilities.includes(capability));
+}
+
+/** What a media call consumed, as the provider reported it (or as the request states it). */
+export interface MediaUsage {
+  input_tokens?: number;
+  /** Of `input_tokens`, the audio ones (priced apart when the model says so). */
+  audio_input_tokens?: number;
+  output_tokens?: number;
+  /** `per_image`: the images made and their `<quality>:<size>` key. */
+  images?: { count: number; key: string };
+  characters?: number;
+  seconds?: number;
+}
+
+/** Credits for one media call, in nano-credits (integer arithmetic). Unknown price keys cost the highest listed price. */
+export function computeMediaCreditsNano(model: MediaModelRecord, usage: MediaUsage): number {
+  const p = model.pricing;
+  switch (p.unit) {
+    case 'tokens': {
+      const audio = BigInt(usage.audio_input_tokens ?? 0);
+      const text = BigInt(usage.input_tokens ?? 0) - audio;
+      return Number(text * BigInt(p.input) + audio * BigInt(p.audio_input ?? p.input) + BigInt(usage.output_tokens ?? 0) * BigInt(p.output));
+    }
+    case 'per_image': {
+      const each = p.images[usage.images?.key ?? ''] ?? Math.max(...Object.values(p.images));
+      return Number(BigInt(usage.images?.count ?? 0) * BigInt(each));
+    }
+    case 'per_character':
+      return Number(BigInt(usage.characters ?? 0) * BigInt(p.character));
+    case 'per_second':
+      return Number(BigInt(Math.ceil(usage.seconds ?? 0)) * BigInt(p.second));
+  }
+}

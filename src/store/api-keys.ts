@@ -57,10 +57,40 @@ export async function touchApiKey(db: Queryable, id: string): Promise<void> {
   );
 }
 
-/** Irreversible: a revoked key never becomes active again. Returns false for an unknown id. */
+/**
+ * Channel on which a revocation is announced. api processes cache key lookups and LISTEN
+ * here (src/auth/api-key-cache.ts); the payload is the key id.
+ */
+export const API_KEY_REVOKED_CHANNEL = 'api_key_revoked';
+
+type RevocationListener = (keyId: string) => void;
+// In-process subscribers (the api-key caches of this process). A revocation made through
+// this process drops its own cached entries as soon as the UPDATE has committed, without
+// waiting for the NOTIFY to come back over the listener connection; other processes learn
+// of it from the NOTIFY.
+const localRevocationListeners = new Set<RevocationListener>();
+export function onApiKeyRevoked(listener: RevocationListener): () => void {
+  localRevocationListeners.add(listener);
+  return () => localRevocationListeners.delete(listener);
+}
+
+/**
+ * Irreversible: a revoked key never becomes active again. Returns false for an unknown id.
+ * The NOTIFY is issued by the same statement, so it is part of the revoking transaction:
+ * every listening api process receives it exactly when the revocation commits (and never
+ * for a revocation that rolled back).
+ */
 export async function revokeApiKey(db: Queryable, id: string): Promise<boolean> {
-  const { rowCount } = await db.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1', [id]);
-  return rowCount === 1;
+  const { rowCount } = await db.query(
+    `WITH revoked AS (UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 RETURNING id)
+     SELECT pg_notify('${API_KEY_REVOKED_CHANNEL}', id) FROM revoked`,
+    [id],
+  );
+  if (rowCount !== 1) return false;
+  // Inside a caller's transaction this runs before its COMMIT; dropping a cache entry early
+  // is harmless (the next lookup reads the row again).
+  for (const listener of localRevocationListeners) listener(id);
+  return true;
 }
 
 export async function listApiKeys(db: Queryable, projectId: string): Promise<ApiKeyListing[]> {

@@ -77,9 +77,38 @@ export async function listSessions(db: Queryable, filter: SessionFilter, limit: 
   return rows;
 }
 
+/** The session, locked for update until the transaction ends (PATCH). */
+export async function lockSessionRow(client: Queryable, id: string): Promise<SessionRow | undefined> {
+  const { rows } = await client.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, [id]);
+  return rows[0];
+}
+
+/** Writes the editable fields (title, metadata) and sets updated_at. */
+export async function updateSessionFields(client: Queryable, id: string, fields: { title: string | null; metadata: Record<string, string> }): Promise<SessionRow> {
+  const { rows } = await client.query<SessionRow>(
+    `UPDATE sessions SET title = $2, metadata = $3, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id, fields.title, JSON.stringify(fields.metadata)],
+  );
+  return rows[0]!;
+}
+
+// Archive and unarchive are idempotent: repeating one changes nothing, updated_at included
+// (SET expressions see the row as it was before the update).
 export async function archiveSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
   const { rows } = await db.query<SessionRow>(
-    `UPDATE sessions SET archived_at = COALESCE(archived_at, now()), updated_at = now() WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    `UPDATE sessions SET archived_at = COALESCE(archived_at, now()),
+            updated_at = CASE WHEN archived_at IS NULL THEN now() ELSE updated_at END
+      WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    [id],
+  );
+  return rows[0];
+}
+
+export async function unarchiveSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
+  const { rows } = await db.query<SessionRow>(
+    `UPDATE sessions SET archived_at = NULL,
+            updated_at = CASE WHEN archived_at IS NULL THEN updated_at ELSE now() END
+      WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
     [id],
   );
   return rows[0];

@@ -50,7 +50,10 @@ test('a message committed while Temporal is unreachable is picked up by the reco
   worker = await spawnWorker(workerEnv(api.deps.config, { RECONCILE_INTERVAL_MS: '500' }));
   const done = await waitForClosing(client, sessionId, 1, 90_000);
   expect(done.map((e) => e.type)).toEqual(ONE_TURN_RUN);
-  expect(worker.output.some((line) => line.includes('reconciler re-signalled sessions'))).toBe(true);
+  // The pass logs once it has signalled every session it found (other tests' too), which can be after our run ended.
+  const logged = () => worker!.output.some((line) => line.includes('reconciler re-signalled sessions'));
+  for (const deadline = Date.now() + 30_000; !logged() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 200));
+  expect(logged()).toBe(true);
 
   // Late signals (more reconciler passes, a recovered api signalling after all) change nothing.
   await signalSession({ ...api.deps, temporal }, { id: sessionId, project_id: tenant.projectId, agent_id: agentId });

@@ -124,7 +124,7 @@ export async function allEvents(client: ApiClient, sessionId: string): Promise<A
   return out;
 }
 
-const closing = (e: { type: string }) => e.type === 'session.status_idle' || e.type === 'session.error';
+const closing = (e: Record<string, any>): boolean => e.type === 'session.status_idle' || e.type === 'session.error';
 
 /** Polls GET events until the session's log holds `count` closing events (idle or error). */
 export async function waitForClosing(client: ApiClient, sessionId: string, count = 1, timeoutMs = 120_000) {

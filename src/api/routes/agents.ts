@@ -2,10 +2,12 @@ import Router from '@koa/router';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
 import { requireProjectAccess, requireResourceProject } from '../../auth/tenancy';
+import { knowledgeBaseCollections, type ToolEntry } from '../../domain/agent-tool-entries';
 import { agentFieldsFromCreate, AgentCreateSchema, AgentListQuerySchema, AgentPatchSchema, applyAgentPatch, modelRuleError } from '../../domain/agents';
 import { decodeCursor, encodeCursor } from '../../domain/cursor';
 import { agentFieldsOf, findAgent, insertAgent, listAgents, lockAgent, presentAgent, softDeleteAgent, updateAgent } from '../../store/agents';
-import { withTransaction } from '../../store/db';
+import { findCollection } from '../../store/collections';
+import { withTransaction, type Queryable } from '../../store/db';
 import { newId } from '../../store/ids';
 import { badRequest } from '../errors';
 import { jsonBody } from '../middleware/json-body';
@@ -13,6 +15,21 @@ import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
 import { parseInput } from '../validate';
 import { checkIfMatch, etagOf } from './if-match';
+
+/**
+ * Every `knowledge_base` entry must name a collection of the agent's project; the first one
+ * that does not is a 400 naming `tools.N.collection_id`. A collection of another project
+ * reads exactly like an absent one, so the message reveals nothing about other projects.
+ * Checked when the agent is written; a collection deleted later is the runtime's concern.
+ */
+async function requireCollections(db: Queryable, projectId: string, tools: readonly ToolEntry[] | null): Promise<void> {
+  for (const { index, collectionId } of knowledgeBaseCollections(tools)) {
+    if (!(await findCollection(db, projectId, collectionId))) {
+      const param = `tools.${index}.collection_id`;
+      throw badRequest(`${param}: no knowledge-base collection '${collectionId}' in project '${projectId}'`, param);
+    }
+  }
+}
 
 /**
  * Agents: create, read, list, update (PATCH with optional If-Match), delete (soft).
@@ -30,6 +47,7 @@ export function agentsRouter(deps: Deps): Router<AppState, AppContext> {
     const fields = agentFieldsFromCreate(input);
     const error = modelRuleError(fields);
     if (error) throw badRequest(error.message, error.param);
+    await requireCollections(deps.db, fields.project_id, fields.tools);
     const row = await insertAgent(deps.db, newId('agent'), fields);
     ctx.status = 201;
     ctx.set('ETag', etagOf(row.version));
@@ -67,7 +85,10 @@ export function agentsRouter(deps: Deps): Router<AppState, AppContext> {
       checkIfMatch(ctx, current!.version);
       const result = applyAgentPatch(agentFieldsOf(current!), patch);
       if ('error' in result) throw badRequest(result.error.message, result.error.param);
-      if (result.fields.project_id !== current!.project_id) await requireProjectAccess(client, principal, result.fields.project_id);
+      const moved = result.fields.project_id !== current!.project_id;
+      if (moved) await requireProjectAccess(client, principal, result.fields.project_id);
+      // New tools are checked against the (possibly new) project; a move re-checks the kept tools.
+      if (patch.tools !== undefined || moved) await requireCollections(client, result.fields.project_id, result.fields.tools);
       return updateAgent(client, current!.id, result.fields, current!.project_id);
     });
     ctx.set('ETag', etagOf(row.version));

@@ -177,12 +177,27 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
 
   // Search reads: `kb:read` suffices although it is a POST.
   router.post('/:collectionId/search', ...read, jsonBody(deps.config.BODY_LIMIT_BYTES, { optional: true }), async (ctx) => {
-    const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
-    const request = parseInput(SearchRequestSchema, ctx.request.body ?? {});
+    // The collection check (Postgres) and the search (Elasticsearch) run concurrently, so
+    // the check adds no round trip to the latency. This reveals nothing: the search is
+    // confined to the collection id of the path by routing and filter, and its result is
+    // used only once the check has passed; otherwise the caller gets the same 404 as before.
+    const collectionId = ctx.params.collectionId!;
+    const collection = loadCollection(deps, ctx.state.principal!, collectionId);
+    let request;
+    try {
+      request = parseInput(SearchRequestSchema, ctx.request.body ?? {});
+    } catch (invalid) {
+      await collection; // an unknown collection answers 404 before any body error, as it always has
+      throw invalid;
+    }
+    const parsed = request;
+    const search = kbContext(deps).then((context) => searchDocuments(deps.search, context, ctx.state.log, { collectionId, request: parsed }));
+    search.catch(() => undefined); // when the check fails, the search's own outcome is irrelevant
+    const found = await collection;
     const [result] = await Promise.all([
-      kbContext(deps).then((context) => searchDocuments(deps.search, context, ctx.state.log, { collectionId: collection.id, request })),
+      search,
       // Observability only: a failure here must never change the response.
-      noteSession(deps, ctx, collection.project_id, collection.id).catch(() => undefined),
+      noteSession(deps, ctx, found.project_id, found.id).catch(() => undefined),
     ]);
     ctx.body = result;
   });

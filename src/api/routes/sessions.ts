@@ -4,12 +4,12 @@ import { authenticate } from '../../auth/middleware';
 import { canAccessProject, requireProjectAccess } from '../../auth/tenancy';
 import { reasoningEffortError } from '../../domain/agents';
 import { decodeCursor, encodeCursor } from '../../domain/cursor';
-import { SessionCreateSchema, SessionListQuerySchema } from '../../domain/sessions';
+import { applySessionPatch, SessionCreateSchema, SessionListQuerySchema, SessionPatchSchema } from '../../domain/sessions';
 import { findAgent, findAgentsByIds } from '../../store/agents';
 import { withTransaction } from '../../store/db';
 import { lockSession } from '../../store/events';
 import { newId } from '../../store/ids';
-import { archiveSession, insertSession, listSessions, presentSession, softDeleteSession } from '../../store/sessions';
+import { archiveSession, insertSession, listSessions, lockSessionRow, presentSession, softDeleteSession, unarchiveSession, updateSessionFields, type SessionRow } from '../../store/sessions';
 import { signalSession } from '../../temporal/session-signals';
 import { badRequest, conflict, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
@@ -20,13 +20,20 @@ import { loadAccessibleSession } from './session-access';
 
 /**
  * Sessions: create (bound to an agent, inheriting its project), read with the resolved
- * agent, list (keyset pages, newest first), archive, delete (soft).
+ * agent, list (keyset pages, newest first), update title and metadata, archive and
+ * unarchive, delete (soft).
  */
 export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
   const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions' })];
+  const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
 
-  router.post('/v1/sessions', ...guard, jsonBody(deps.config.BODY_LIMIT_BYTES), async (ctx) => {
+  const present = async (session: SessionRow) => {
+    const agents = await findAgentsByIds(deps.db, [session.agent_id]);
+    return presentSession(session, agents.get(session.agent_id)!);
+  };
+
+  router.post('/v1/sessions', ...guard, body, async (ctx) => {
     const input = parseInput(SessionCreateSchema, ctx.request.body);
     const principal = ctx.state.principal!;
     const agent = await findAgent(deps.db, input.agent.id);
@@ -81,16 +88,41 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
 
   router.get('/v1/sessions/:session_id', ...guard, async (ctx) => {
     const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
-    const agents = await findAgentsByIds(deps.db, [session.agent_id]);
-    ctx.body = presentSession(session, agents.get(session.agent_id)!);
+    ctx.body = await present(session);
+  });
+
+  // PATCH: title and metadata only (owner_id is immutable). Concurrent patches serialize on
+  // the row lock, so no metadata key patch is lost.
+  router.patch('/v1/sessions/:session_id', ...guard, body, async (ctx) => {
+    const patch = parseInput(SessionPatchSchema, ctx.request.body);
+    const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
+    if (patch.title === undefined && patch.metadata === undefined) {
+      ctx.body = await present(session);
+      return;
+    }
+    const row = await withTransaction(deps.db, async (client) => {
+      const current = await lockSessionRow(client, session.id);
+      // Deleted, or moved to another project with its agent, since the access check.
+      if (!current || current.project_id !== session.project_id) throw notFound('session');
+      const result = applySessionPatch(current, patch);
+      if ('error' in result) throw badRequest(result.error.message, result.error.param);
+      return updateSessionFields(client, current.id, result.fields);
+    });
+    ctx.body = await present(row);
   });
 
   router.post('/v1/sessions/:session_id/archive', ...guard, async (ctx) => {
     const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
     const archived = await archiveSession(deps.db, session.id);
     if (!archived) throw notFound('session');
-    const agents = await findAgentsByIds(deps.db, [session.agent_id]);
-    ctx.body = presentSession(archived, agents.get(session.agent_id)!);
+    ctx.body = await present(archived);
+  });
+
+  router.post('/v1/sessions/:session_id/unarchive', ...guard, async (ctx) => {
+    const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
+    const unarchived = await unarchiveSession(deps.db, session.id);
+    if (!unarchived) throw notFound('session');
+    ctx.body = await present(unarchived);
   });
 
   router.delete('/v1/sessions/:session_id', ...guard, async (ctx) => {

@@ -44,8 +44,10 @@ export const googleProtocol: SimProtocol = {
     const last = contents[contents.length - 1]!;
     const lastParts = last.role === 'user' ? asArray(last.parts).map(asRecord) : [];
     const generationConfig = asRecord(body.generationConfig);
+    const responseSchema = generationConfig.responseJsonSchema ?? generationConfig.responseSchema;
     return {
       provider: 'google',
+      ...(responseSchema ? { responseSchema: asRecord(responseSchema) } : {}),
       model: pathModel ?? '',
       lastUserText: lastParts.filter((p) => typeof p.text === 'string').map((p) => String(p.text)).join('\n'),
       toolResults: lastParts

@@ -30,6 +30,13 @@ function usage(plan: Plan) {
   };
 }
 
+/** `image/png, 68 bytes` for data URLs, the URL itself otherwise. */
+function describeImage(url: string): string {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (!data) return url;
+  return `${data[1]}, ${Buffer.from(data[2]!, 'base64').length} bytes`;
+}
+
 const finishReason = (plan: Plan) => (plan.finish === 'stop_sequence' ? 'stop' : plan.finish);
 
 export const openaiProtocol: SimProtocol = {
@@ -57,8 +64,13 @@ export const openaiProtocol: SimProtocol = {
     const last = messages[messages.length - 1]!;
     const toolResults: string[] = [];
     for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--) toolResults.unshift(textOf(messages[i]!.content));
+    const format = asRecord(body.response_format);
+    const schema = format.type === 'json_schema' ? asRecord(asRecord(format.json_schema).schema) : undefined;
+    const images = last.role === 'user' ? asArray(last.content).map(asRecord).filter((part) => part.type === 'image_url').map((part) => describeImage(String(asRecord(part.image_url).url ?? ''))) : [];
     return {
       provider: 'openai',
+      ...(schema ? { responseSchema: schema } : {}),
+      ...(images.length > 0 ? { images } : {}),
       model: body.model,
       lastUserText: last.role === 'user' ? textOf(last.content) : '',
       toolResults,

@@ -3,13 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { listModels } from '../catalog';
 import { anthropicProtocol } from './anthropic-protocol';
 import { googleProtocol } from './google-protocol';
+import { handleOpenAIMedia } from './openai-media';
 import { openaiProtocol } from './openai-protocol';
 import type { SimProtocol } from './protocol';
 import { SimError, planResponse } from './script';
 
 /**
- * The provider simulator: a real HTTP server speaking the OpenAI chat completions,
- * Anthropic messages and Google generateContent protocols (JSON and SSE), with
+ * The provider simulator: a real HTTP server speaking the OpenAI chat completions (and
+ * the OpenAI images and audio endpoints), Anthropic messages and Google generateContent
+ * protocols (JSON and SSE), with
  * deterministic replies steered by directives (docs/simulator.md).
  */
 export interface RecordedRequest {
@@ -71,6 +73,7 @@ export function createSimulatorHandler(requests: RecordedRequest[] = []) {
     if (request.method === 'GET' && url.pathname.endsWith('/models')) {
       return sendJson(response, 200, { object: 'list', data: listModels().map((m) => ({ id: m.name, object: 'model', created: 0, owned_by: m.provider })) });
     }
+    if (await handleOpenAIMedia(request, response, url.pathname, record)) return;
     const target = route(request.method ?? 'GET', url.pathname);
     if (!target) return sendJson(response, 404, { error: { message: `no route for ${request.method} ${url.pathname}`, type: 'not_found' } });
 

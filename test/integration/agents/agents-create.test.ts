@@ -1,15 +1,18 @@
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../../../src/providers/catalog';
 import { startApi, type TestApi } from '../../support/harness';
 import { createKey, createServiceToken, createSiblingProject, createTenant, type Tenant } from '../../support/factories';
-import { agentBody, apiClient, PLAIN_MODEL, TOOLS_MODEL, type ApiClient } from '../sessions/support';
+import { agentBody, apiClient, createCollection, NARROW_TEMPERATURE_MODEL, PLAIN_MODEL, TOOLS_MODEL, TUNABLE_MODEL, type ApiClient } from '../sessions/support';
 
 let api: TestApi;
 let tenant: Tenant;
 let client: ApiClient;
+/** A knowledge-base collection of the tenant's project. */
+let collection: string;
 beforeAll(async () => {
   api = await startApi({ RATE_LIMIT_BURST: '5000' });
   tenant = await createTenant(api.deps.db);
   client = apiClient(api, tenant.key);
+  collection = await createCollection(client);
 });
 afterAll(() => api.close());
 
@@ -27,6 +30,7 @@ describe('POST /v1/agents: every field round-trips', () => {
   test('a full agent is created and returned exactly as sent', async () => {
     const body = agentBody(tenant.projectId, {
       name: 'Support bot',
+      model: TUNABLE_MODEL,
       description: 'Answers questions',
       system_prompt: 'Be brief.',
       temperature: 0.7,
@@ -38,7 +42,7 @@ describe('POST /v1/agents: every field round-trips', () => {
       tools: [
         { type: 'custom', name: 'get_weather', description: 'Weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } }, label: 'weather', defer_loading: true },
         { name: 'no_type_given', input_schema: { type: 'object' } },
-        { type: 'knowledge_base', name: 'docs', collection_id: 'col_1', filters: { type: ['post'], language: ['en'], metadata: { tier: ['gold'] }, created_at: { gte: '2024-01-01T00:00:00Z' }, uri: null } },
+        { type: 'knowledge_base', name: 'docs', collection_id: collection, filters: { type: ['post'], language: ['en'], metadata: { tier: ['gold'] }, created_at: { gte: '2024-01-01T00:00:00Z' }, uri: null } },
         { type: 'echo', name: 'echo_1' },
         { type: 'random_number', name: 'dice' },
       ],
@@ -108,9 +112,24 @@ describe('limits: at the bound accepted, one past it 400', () => {
   test('temperature: 2 accepted, just above 2 and below 0 refused', async () => {
     expect((await create({ model: PLAIN_MODEL, temperature: 2 })).status).toBe(201);
     expect((await create({ model: PLAIN_MODEL, temperature: 0 })).status).toBe(201);
-    await expect400({ temperature: 2.0001 }, /temperature/);
-    await expect400({ temperature: -0.1 }, /temperature/);
-    await expect400({ temperature: '1' }, /temperature/);
+    await expect400({ model: PLAIN_MODEL, temperature: 2.0001 }, /^temperature: must be at most 2/);
+    await expect400({ model: PLAIN_MODEL, temperature: -0.1 }, /^temperature: must be at least 0/);
+    await expect400({ model: PLAIN_MODEL, temperature: '1' }, /^temperature/);
+  });
+
+  test("temperature: within the model's catalog range (claude-haiku-4-5: 0..1)", async () => {
+    expect((await create({ model: NARROW_TEMPERATURE_MODEL, temperature: 1 })).body.temperature).toBe(1);
+    expect((await create({ model: NARROW_TEMPERATURE_MODEL, temperature: 0 })).body.temperature).toBe(0);
+    await expect400({ model: NARROW_TEMPERATURE_MODEL, temperature: 1.01 }, /^temperature: must be between 0 and 1 for model 'anthropic\/claude-haiku-4-5'/);
+    await expect400({ model: NARROW_TEMPERATURE_MODEL, temperature: 2 }, /^temperature: must be between 0 and 1/);
+  });
+
+  test('temperature: a model without temperature support (gpt-5-mini) refuses any value, 0 included; null or omitted is fine', async () => {
+    await expect400({ model: TOOLS_MODEL, temperature: 0 }, /^temperature: model 'openai\/gpt-5-mini' does not support temperature/);
+    await expect400({ model: TOOLS_MODEL, temperature: 1 }, /does not support temperature/);
+    const unset = await create({ model: TOOLS_MODEL, temperature: null });
+    expect(unset.status).toBe(201);
+    expect(unset.body).not.toHaveProperty('temperature');
   });
 
   test(`max_tokens: 1 and the catalog-wide maximum (${CATALOG_MAX_OUTPUT_TOKENS}) accepted; 0, above it, above 200000 and fractions refused`, async () => {
@@ -209,18 +228,38 @@ describe('tool entries', () => {
 
   test('names (wire identifiers included) are unique across all entries', async () => {
     await expect400({ tools: [{ name: 'dup' }, { type: 'echo', name: 'dup' }] }, /duplicate tool name 'dup'/);
-    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: 'c' }, { type: 'random_number', name: 'kb' }] }, /duplicate/);
+    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection }, { type: 'random_number', name: 'kb' }] }, /duplicate/);
   });
 
   test('knowledge_base: collection_id required, one entry per collection, filter ceiling validated', async () => {
     await expect400({ tools: [{ type: 'knowledge_base', name: 'kb' }] }, /collection_id/);
-    await expect400({ tools: [{ type: 'knowledge_base', name: 'a', collection_id: 'c' }, { type: 'knowledge_base', name: 'b', collection_id: 'c' }] }, /already has/);
-    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: 'c', filters: { language: ['english'] } }] }, /ISO 639-1/);
-    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: 'c', filters: { created_at: { gte: 'yesterday' } } }] }, /RFC 3339/);
-    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: 'c', filters: { colour: ['red'] } }] }, /colour/);
-    const ok = await create({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: 'c', filters: null }] });
+    await expect400({ tools: [{ type: 'knowledge_base', name: 'a', collection_id: collection }, { type: 'knowledge_base', name: 'b', collection_id: collection }] }, /already has/);
+    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { language: ['english'] } }] }, /ISO 639-1/);
+    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { created_at: { gte: 'yesterday' } } }] }, /RFC 3339/);
+    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { colour: ['red'] } }] }, /colour/);
+    const ok = await create({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: null }] });
     expect(ok.status).toBe(201);
-    expect(ok.body.tools).toEqual([{ type: 'knowledge_base', name: 'kb', collection_id: 'c', filters: null }]);
+    expect(ok.body.tools).toEqual([{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: null }]);
+  });
+
+  test("knowledge_base: collection_id must name a collection of the agent's project, else 400 naming tools.N.collection_id", async () => {
+    const second = await createCollection(client);
+    const kb = (name: string, id: string) => ({ type: 'knowledge_base', name, collection_id: id });
+    const both = await create({ tools: [{ name: 'custom' }, kb('a', collection), kb('b', second)] });
+    expect(both.status).toBe(201);
+    await expect400({ tools: [{ name: 'custom' }, kb('a', collection), kb('b', 'kbc_doesnotexist')] }, /^tools\.2\.collection_id: no knowledge-base collection 'kbc_doesnotexist'/);
+    // A collection of another project (even one of the same account) reads exactly like an absent one.
+    const otherProject = await createTenant(api.deps.db);
+    const foreign = await createCollection(apiClient(api, otherProject.key));
+    await expect400({ tools: [kb('a', foreign)] }, new RegExp(`^tools\\.0\\.collection_id: no knowledge-base collection '${foreign}' in project '${tenant.projectId}'$`));
+    const token = await createServiceToken(api.deps.db, tenant.accountId);
+    const sibling = await createSiblingProject(api.deps.db, tenant.accountId);
+    const siblingCollection = await createCollection(apiClient(api, token), sibling);
+    await expect400({ tools: [kb('a', siblingCollection)] }, /^tools\.0\.collection_id/);
+    expect((await apiClient(api, token).post('/v1/agents', agentBody(sibling, { tools: [kb('a', siblingCollection)] }))).status).toBe(201);
+    // Nothing was stored for the refused requests.
+    const { rows } = await api.deps.db.query(`SELECT count(*)::int AS n FROM agents WHERE project_id = $1 AND tools::text LIKE '%kbc_doesnotexist%'`, [tenant.projectId]);
+    expect(rows[0].n).toBe(0);
   });
 
   test('echo and random_number need their wire identifier', async () => {

@@ -1,6 +1,6 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { createKey, createServiceToken, createSiblingProject, createTenant, type Tenant } from '../../support/factories';
-import { apiClient, createAgent, createSession, PLAIN_MODEL, TOOLS_MODEL, type ApiClient } from '../sessions/support';
+import { apiClient, createAgent, createCollection, createSession, NARROW_TEMPERATURE_MODEL, PLAIN_MODEL, TOOLS_MODEL, TUNABLE_MODEL, type ApiClient } from '../sessions/support';
 
 let api: TestApi;
 let tenant: Tenant;
@@ -12,7 +12,9 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
+// A model accepting both a temperature and a reasoning_effort, so every field can be set.
 const full = () => ({
+  model: TUNABLE_MODEL,
   description: 'desc',
   system_prompt: 'prompt',
   temperature: 1,
@@ -101,7 +103,7 @@ describe('PATCH /v1/agents/{id}: field classes', () => {
   });
 
   test('every create limit applies to PATCH too', async () => {
-    const agent = await createAgent(client, tenant.projectId);
+    const agent = await createAgent(client, tenant.projectId, { model: PLAIN_MODEL });
     for (const body of [{ name: 'x'.repeat(256) }, { description: 'x'.repeat(4097) }, { temperature: 2.5 }, { max_tokens: 0 }, { tools: [{ name: 'a' }, { name: 'a' }] }, { scopes: ['nope'] }, { bogus: 1 }]) {
       expect({ body, status: (await patch(agent.id, body)).status }).toEqual({ body, status: 400 });
     }
@@ -125,6 +127,112 @@ describe('PATCH /v1/agents/{id}: field classes', () => {
   test('reasoning_effort is checked against the stored model when only it changes', async () => {
     const agent = await createAgent(client, tenant.projectId, { model: PLAIN_MODEL });
     expect((await patch(agent.id, { reasoning_effort: 'low' })).status).toBe(400);
+  });
+});
+
+describe('PATCH temperature against the model catalog', () => {
+  test("a temperature sent alone is checked against the stored model's range, at and past the bound", async () => {
+    const narrow = await createAgent(client, tenant.projectId, { model: NARROW_TEMPERATURE_MODEL });
+    expect((await patch(narrow.id, { temperature: 1 })).body.temperature).toBe(1);
+    const past = await patch(narrow.id, { temperature: 1.01 });
+    expect(past.status).toBe(400);
+    expect(past.body.error.message).toMatch(/^temperature: must be between 0 and 1 for model 'anthropic\/claude-haiku-4-5'/);
+    expect((await client.get(`/v1/agents/${narrow.id}`)).body.temperature).toBe(1);
+    const none = await createAgent(client, tenant.projectId, { model: TOOLS_MODEL });
+    const refused = await patch(none.id, { temperature: 0 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/^temperature: model 'openai\/gpt-5-mini' does not support temperature/);
+  });
+
+  test('a model change keeps a stored temperature the new model accepts and clears one it does not', async () => {
+    const agent = await createAgent(client, tenant.projectId, { model: PLAIN_MODEL, temperature: 1 });
+    const kept = await patch(agent.id, { model: NARROW_TEMPERATURE_MODEL }); // 1 is the top of 0..1
+    expect(kept.status).toBe(200);
+    expect(kept.body.temperature).toBe(1);
+    await patch(agent.id, { model: PLAIN_MODEL, temperature: 1.5 });
+    const outOfRange = await patch(agent.id, { model: NARROW_TEMPERATURE_MODEL });
+    expect(outOfRange.status).toBe(200);
+    expect(outOfRange.body).not.toHaveProperty('temperature');
+    await patch(agent.id, { model: PLAIN_MODEL, temperature: 0 });
+    const unsupported = await patch(agent.id, { model: TOOLS_MODEL });
+    expect(unsupported.status).toBe(200);
+    expect(unsupported.body).not.toHaveProperty('temperature');
+    const { rows } = await api.deps.db.query('SELECT temperature FROM agents WHERE id = $1', [agent.id]);
+    expect(rows[0].temperature).toBeNull();
+  });
+
+  test('a model change with a temperature in the same request validates that temperature (400, nothing changes)', async () => {
+    const agent = await createAgent(client, tenant.projectId, { model: PLAIN_MODEL, temperature: 1.5 });
+    const tooHigh = await patch(agent.id, { model: NARROW_TEMPERATURE_MODEL, temperature: 1.5 });
+    expect(tooHigh.status).toBe(400);
+    expect(tooHigh.body.error.message).toMatch(/^temperature/);
+    expect((await patch(agent.id, { model: TOOLS_MODEL, temperature: 1 })).status).toBe(400);
+    const unchanged = await client.get(`/v1/agents/${agent.id}`);
+    expect(unchanged.body).toMatchObject({ model: PLAIN_MODEL, temperature: 1.5, version: 1 });
+    expect((await patch(agent.id, { model: NARROW_TEMPERATURE_MODEL, temperature: 0.5 })).body).toMatchObject({ model: NARROW_TEMPERATURE_MODEL, temperature: 0.5 });
+    expect((await patch(agent.id, { model: TOOLS_MODEL, temperature: null })).body).not.toHaveProperty('temperature');
+  });
+
+  test('an agent stored with a temperature its model refuses (before the catalog check) is normalised by its next update', async () => {
+    const agent = await createAgent(client, tenant.projectId, { model: TOOLS_MODEL });
+    await api.deps.db.query('UPDATE agents SET temperature = 0.7 WHERE id = $1', [agent.id]);
+    const renamed = await patch(agent.id, { name: 'renamed' });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).not.toHaveProperty('temperature');
+  });
+});
+
+describe('PATCH knowledge_base collections', () => {
+  const kb = (name: string, id: string) => ({ type: 'knowledge_base', name, collection_id: id });
+
+  test("replacement tools must name collections of the agent's project (400 naming tools.N.collection_id; nothing changes)", async () => {
+    const collection = await createCollection(client);
+    const agent = await createAgent(client, tenant.projectId, { tools: [kb('docs', collection)] });
+    const bad = await patch(agent.id, { tools: [{ name: 'x' }, kb('docs', collection), kb('more', 'kbc_absent')] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/^tools\.2\.collection_id: no knowledge-base collection 'kbc_absent'/);
+    expect((await client.get(`/v1/agents/${agent.id}`)).body).toMatchObject({ version: 1, tools: [kb('docs', collection)] });
+    const other = await createCollection(client);
+    const ok = await patch(agent.id, { tools: [kb('docs', collection), kb('more', other)] });
+    expect(ok.status).toBe(200);
+    expect(ok.body.tools).toEqual([kb('docs', collection), kb('more', other)]);
+  });
+
+  test('a PATCH that touches neither tools nor project_id does not re-check the stored collections', async () => {
+    const collection = await createCollection(client);
+    const agent = await createAgent(client, tenant.projectId, { tools: [kb('docs', collection)] });
+    await api.deps.db.query('DELETE FROM kb_collections WHERE id = $1', [collection]);
+    expect((await patch(agent.id, { name: 'still editable' })).status).toBe(200);
+    expect((await patch(agent.id, { tools: [kb('docs', collection)] })).status).toBe(400);
+  });
+
+  test('project reassignment re-checks the kept tools against the new project, and new tools too', async () => {
+    const token = await createServiceToken(api.deps.db, tenant.accountId);
+    const site = apiClient(api, token);
+    const sibling = await createSiblingProject(api.deps.db, tenant.accountId);
+    const here = await createCollection(client);
+    const there = await createCollection(site, sibling);
+    const agent = await createAgent(client, tenant.projectId, { tools: [{ name: 'plain' }, kb('docs', here)] });
+    const kept = await site.patch(`/v1/agents/${agent.id}`, { project_id: sibling });
+    expect(kept.status).toBe(400);
+    expect(kept.body.error.message).toBe(`tools.1.collection_id: no knowledge-base collection '${here}' in project '${sibling}'`);
+    expect((await client.get(`/v1/agents/${agent.id}`)).body).toMatchObject({ project_id: tenant.projectId, version: 1 });
+    const stale = await site.patch(`/v1/agents/${agent.id}`, { project_id: sibling, tools: [kb('docs', here)] });
+    expect(stale.status).toBe(400);
+    expect(stale.body.error.message).toMatch(/^tools\.0\.collection_id/);
+    const moved = await site.patch(`/v1/agents/${agent.id}`, { project_id: sibling, tools: [kb('docs', there)] });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({ project_id: sibling, tools: [kb('docs', there)] });
+    // Back again: the sibling's collection is not in the original project.
+    const back = await site.patch(`/v1/agents/${agent.id}`, { project_id: tenant.projectId });
+    expect(back.status).toBe(400);
+    expect(back.body.error.message).toMatch(/^tools\.0\.collection_id/);
+  });
+
+  test('a caller not authorized for the new project gets 403 before any collection is looked at', async () => {
+    const agent = await createAgent(client, tenant.projectId, { tools: [kb('docs', await createCollection(client))] });
+    const other = await createTenant(api.deps.db);
+    expect((await patch(agent.id, { project_id: other.projectId })).status).toBe(403);
   });
 });
 

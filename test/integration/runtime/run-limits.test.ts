@@ -15,7 +15,7 @@ let tenant: Tenant;
 
 beforeAll(async () => {
   simulator = await startTestSimulator();
-  api = await startApi({ SIMULATOR_URL: simulator.url, RUN_MAX_ITERATIONS: '1', RUN_TIMEOUT_MS: '3000', UPSTREAM_TIMEOUT_MS: '8000' });
+  api = await startApi({ SIMULATOR_URL: simulator.url, RUN_MAX_ITERATIONS: '1', RUN_TIMEOUT_MS: '6000', UPSTREAM_TIMEOUT_MS: '30000' });
   production = await startApi({ ENVIRONMENT: 'staging', OPENAI_BASE_URL: `${simulator.url}/v1`, UPSTREAM_TIMEOUT_MS: '700' });
   workers = [await startTestWorker(api.deps), await startTestWorker(production.deps)];
   tenant = await createTenant(api.deps.db, { credits: 100n });
@@ -50,7 +50,7 @@ test('run_timeout: the per-run timer ends a run whose model call never returns',
   const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
   expect(event.type).toBe('session.error');
   expect(event.error_code).toBe('run_timeout');
-  expect(Date.now() - started).toBeLessThan(7000); // the timer, not the 8 s upstream timeout, ended it
+  expect(Date.now() - started).toBeLessThan(20_000); // the 6 s run timer, not the 30 s upstream timeout, ended it
 });
 
 test('rate_limit_error: a 429 is retried with back-off, then reported', async () => {
@@ -108,4 +108,36 @@ test('upstream_timeout: a provider that never answers is retried, then reported'
   await sendEvents(production.deps, session, [{ type: 'user.message', content: text('[[delay:5000]] slow') }]);
   const { event } = await waitForEvent(production.deps, session.sessionId, 'closing', 1, 40_000);
   expect(event.error_code).toBe('upstream_timeout');
+});
+
+test('run_interrupted: an operator cancelling the workflow still closes the run in the log', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:20000]] long') }]);
+  await waitForEvent(api.deps, session.sessionId, 'session.status_running');
+  const client = await api.deps.temporal.get();
+  await client.workflow.getHandle(`session/${session.sessionId}`).cancel();
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.error_code).toBe('run_interrupted');
+  const row = (await api.deps.db.query('SELECT status, active_run_id FROM sessions WHERE id = $1', [session.sessionId])).rows[0];
+  expect(row).toEqual({ status: 'error', active_run_id: null });
+});
+
+test('run_interrupted while paused; the next message starts a fresh workflow for the session', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'lookup', input_schema: { type: 'object' } }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:lookup {}]]') }]);
+  await waitForEvent(api.deps, session.sessionId, 'closing');
+  const client = await api.deps.temporal.get();
+  await client.workflow.getHandle(`session/${session.sessionId}`).cancel();
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event.error_code).toBe('run_interrupted');
+  // Through the events API, which first cancels the outstanding call with a synthetic result.
+  const response = await fetch(`${api.url}/v1/sessions/${session.sessionId}/events`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ events: [{ type: 'user.message', content: text('still there?') }] }),
+  });
+  expect(response.status).toBe(200);
+  const { event: next, events } = await waitForEvent(api.deps, session.sessionId, 'closing', 3);
+  expect(events.find((e) => e.type === 'user.tool_result')!.error_code).toBe('cancelled');
+  expect({ type: next.type, stop_reason: next.stop_reason }).toEqual({ type: 'session.status_idle', stop_reason: 'end_turn' });
 });

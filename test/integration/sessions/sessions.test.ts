@@ -87,11 +87,105 @@ describe('POST /v1/sessions', () => {
     expect(rows[0]).toEqual({ client_id: 'client-sessions', project_id: tenant.projectId });
   });
 
-  test('owner_id is immutable: nothing can change it after creation', async () => {
+  test('owner_id is immutable: PATCH refuses it with 400 whatever the value, and changes nothing else in that request', async () => {
     const { client, agent } = await tenantWithAgent(api);
-    const session = await createSession(client, agent.id, { owner_id: 'v1' });
-    expect((await client.patch(`/v1/sessions/${session.id}`, { owner_id: 'v2' })).status).toBe(405);
-    expect((await client.get(`/v1/sessions/${session.id}`)).body.owner_id).toBe('v1');
+    const session = await createSession(client, agent.id, { owner_id: 'v1', title: 'kept' });
+    for (const owner_id of ['v2', 'v1', null]) {
+      const reply = await client.patch(`/v1/sessions/${session.id}`, { owner_id, title: 'changed' });
+      expect(reply.status).toBe(400);
+      expect(reply.body.error.message).toMatch(/^owner_id: is immutable/);
+    }
+    const read = await client.get(`/v1/sessions/${session.id}`);
+    expect(read.body).toMatchObject({ owner_id: 'v1', title: 'kept', updated_at: null });
+    const unowned = await createSession(client, agent.id);
+    expect((await client.patch(`/v1/sessions/${unowned.id}`, { owner_id: 'late' })).status).toBe(400);
+    expect((await client.get(`/v1/sessions/${unowned.id}`)).body).not.toHaveProperty('owner_id');
+  });
+});
+
+describe('PATCH /v1/sessions/{id}', () => {
+  test('title: set at 512 characters, 513 refused, null clears; the response is the session with its agent', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id, { title: 'first' });
+    const set = await client.patch(`/v1/sessions/${session.id}`, { title: x(512, 'é') });
+    expect(set.status).toBe(200);
+    expect(set.body).toEqual({ ...session, title: x(512, 'é'), updated_at: set.body.updated_at });
+    expect(Date.parse(set.body.updated_at)).not.toBeNaN();
+    const over = await client.patch(`/v1/sessions/${session.id}`, { title: x(513) });
+    expect(over.status).toBe(400);
+    expect(over.body.error.message).toMatch(/^title: must be at most 512 characters/);
+    expect((await client.get(`/v1/sessions/${session.id}`)).body.title).toBe(x(512, 'é'));
+    const cleared = await client.patch(`/v1/sessions/${session.id}`, { title: null });
+    expect(cleared.body.title).toBeNull();
+    expect((await client.patch(`/v1/sessions/${session.id}`, { title: 5 })).status).toBe(400);
+  });
+
+  test('metadata is a per-key patch: string sets, null deletes, omitted keys kept; title untouched', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id, { title: 'T', metadata: { a: '1', b: '2' } });
+    const reply = await client.patch(`/v1/sessions/${session.id}`, { metadata: { a: null, b: 'changed', c: 'new', absent: null } });
+    expect(reply.status).toBe(200);
+    expect(reply.body.metadata).toEqual({ b: 'changed', c: 'new' });
+    expect(reply.body.title).toBe('T');
+    const listed = await client.get(`/v1/sessions?project_id=${agent.project_id}&metadata_key=c&metadata_value=new`);
+    expect(listed.body.data.map((s: { id: string }) => s.id)).toEqual([session.id]);
+  });
+
+  test('metadata limits: 16 keys after the patch, key 64 and value 512 characters (at the bound accepted, past it 400)', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const meta = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
+    const session = await createSession(client, agent.id, { metadata: meta(15) });
+    const patch = (metadata: unknown) => client.patch(`/v1/sessions/${session.id}`, { metadata });
+    expect((await patch({ k15: 'v' })).status).toBe(200);
+    const over = await patch({ k16: 'v' });
+    expect(over.status).toBe(400);
+    expect(over.body.error.message).toBe('metadata: must have at most 16 keys after the update');
+    expect((await patch({ k0: null, k16: 'v' })).status).toBe(200);
+    expect((await patch({ [x(64)]: x(512) })).status).toBe(400); // a 17th key
+    expect((await patch({ k1: null, [x(64)]: x(512) })).status).toBe(200);
+    expect((await patch({ k2: x(513) })).body.error.message).toMatch(/^metadata\.k2/);
+    expect((await patch({ [x(65)]: 'v' })).status).toBe(400);
+    expect((await patch({ k2: 7 })).status).toBe(400);
+    expect((await patch(['not', 'a', 'map'])).status).toBe(400);
+    expect(Object.keys((await client.get(`/v1/sessions/${session.id}`)).body.metadata)).toHaveLength(16);
+  });
+
+  test('only title and metadata: any other field is 400 and nothing changes; an empty body changes nothing', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id, { title: 'T' });
+    for (const body of [{ reasoning_effort: 'low' }, { agent: agent.id }, { status: 'terminated' }, { archived_at: null }, { title: 'x', usage: {} }]) {
+      const reply = await client.patch(`/v1/sessions/${session.id}`, body);
+      expect({ body, status: reply.status }).toEqual({ body, status: 400 });
+    }
+    const empty = await client.patch(`/v1/sessions/${session.id}`, {});
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual(session);
+  });
+
+  test('10 concurrent metadata patches: none is lost', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => client.patch(`/v1/sessions/${session.id}`, { metadata: { [`w${i}`]: 'x' } })));
+    expect(replies.map((r) => r.status)).toEqual(Array(10).fill(200));
+    const read = await client.get(`/v1/sessions/${session.id}`);
+    expect(Object.keys(read.body.metadata).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `w${i}`).sort());
+  });
+
+  test('callers: another project and deleted sessions 404; a read-only key 403; a site token of the account may patch', async () => {
+    const { tenant, client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const outsider = apiClient(api, (await createTenant(api.deps.db)).key);
+    const foreign = await outsider.patch(`/v1/sessions/${session.id}`, { title: 'x' });
+    const absent = await outsider.patch('/v1/sessions/sesn_absent', { title: 'x' });
+    expect(foreign.status).toBe(404);
+    expect({ ...foreign.body.error, request_id: '' }).toEqual({ ...absent.body.error, request_id: '' });
+    const reader = apiClient(api, (await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'read_only' })).key);
+    expect((await reader.patch(`/v1/sessions/${session.id}`, { title: 'x' })).status).toBe(403);
+    const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId));
+    expect((await site.patch(`/v1/sessions/${session.id}`, { title: 'by site' })).body.title).toBe('by site');
+    expect((await client.get(`/v1/sessions/${session.id}`)).body.title).toBe('by site');
+    expect((await client.delete(`/v1/sessions/${session.id}`)).status).toBe(204);
+    expect((await client.patch(`/v1/sessions/${session.id}`, { title: 'x' })).status).toBe(404);
   });
 });
 
@@ -105,6 +199,7 @@ describe('GET /v1/sessions/{id}, archive, delete', () => {
     expect(foreign.status).toBe(404);
     expect({ ...foreign.body.error, request_id: '' }).toEqual({ ...absent.body.error, request_id: '' });
     expect((await outsider.post(`/v1/sessions/${session.id}/archive`)).status).toBe(404);
+    expect((await outsider.post(`/v1/sessions/${session.id}/unarchive`)).status).toBe(404);
     expect((await outsider.delete(`/v1/sessions/${session.id}`)).status).toBe(404);
   });
 
@@ -121,6 +216,44 @@ describe('GET /v1/sessions/{id}, archive, delete', () => {
     const { rows } = await api.deps.db.query('SELECT status, deleted_at FROM sessions WHERE id = $1', [session.id]);
     expect(rows[0].status).toBe('terminated');
     expect(rows[0].deleted_at).toBeInstanceOf(Date);
+  });
+});
+
+describe('unarchive', () => {
+  test('unarchive clears archived_at and returns the session to the default listing; both directions are idempotent', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const list = async (extra = '') =>
+      ((await client.get(`/v1/sessions?project_id=${agent.project_id}&agent_id=${agent.id}${extra}`)).body.data as Array<{ id: string }>).map((s) => s.id);
+    const notArchived = await client.post(`/v1/sessions/${session.id}/unarchive`);
+    expect(notArchived.status).toBe(200);
+    expect(notArchived.body).toEqual(session); // nothing changed, not even updated_at
+    const archived = await client.post(`/v1/sessions/${session.id}/archive`);
+    expect(await list()).toEqual([]);
+    expect(await list('&include_archived=true')).toEqual([session.id]);
+    const again = await client.post(`/v1/sessions/${session.id}/archive`);
+    expect(again.body).toEqual(archived.body);
+    const unarchived = await client.post(`/v1/sessions/${session.id}/unarchive`);
+    expect(unarchived.status).toBe(200);
+    expect(unarchived.body.archived_at).toBeNull();
+    expect(Date.parse(unarchived.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(archived.body.updated_at));
+    expect(await list()).toEqual([session.id]);
+    expect((await client.post(`/v1/sessions/${session.id}/unarchive`)).body).toEqual(unarchived.body);
+  });
+
+  test('an archived session can still be patched; a deleted one cannot be unarchived; a read-only key gets 403', async () => {
+    const { tenant, client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    await client.post(`/v1/sessions/${session.id}/archive`);
+    const patched = await client.patch(`/v1/sessions/${session.id}`, { title: 'archived but renamed' });
+    expect(patched.status).toBe(200);
+    expect(patched.body.archived_at).not.toBeNull();
+    const reader = apiClient(api, (await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'read_only' })).key);
+    expect((await reader.post(`/v1/sessions/${session.id}/unarchive`)).status).toBe(403);
+    expect((await client.delete(`/v1/sessions/${session.id}`)).status).toBe(204);
+    expect((await client.post(`/v1/sessions/${session.id}/unarchive`)).status).toBe(404);
+    const { rows } = await api.deps.db.query('SELECT archived_at FROM sessions WHERE id = $1', [session.id]);
+    expect(rows[0].archived_at).toBeInstanceOf(Date);
   });
 });
 

@@ -31,10 +31,14 @@ export function apiClient(api: TestApi, token: string) {
 }
 export type ApiClient = ReturnType<typeof apiClient>;
 
-/** A model with the `tools` capability, a reasoning_effort enum and temperature up to 2. */
+/** A model with the `tools` capability and a reasoning_effort enum (minimal..high); it supports no temperature. */
 export const TOOLS_MODEL = 'openai/gpt-5-mini';
 /** A model with tools, temperature 0..2 and no reasoning_effort enum. */
 export const PLAIN_MODEL = 'openai/gpt-4.1-mini';
+/** A model with tools, temperature 0..2 and a reasoning_effort enum (none, low, medium, high). */
+export const TUNABLE_MODEL = 'google/gemini-2.5-flash';
+/** A model with tools, temperature 0..1 and a reasoning_effort enum (low, medium, high). */
+export const NARROW_TEMPERATURE_MODEL = 'anthropic/claude-haiku-4-5';
 
 export function agentBody(projectId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return { project_id: projectId, name: 'Helper', model: TOOLS_MODEL, ...overrides };
@@ -50,6 +54,13 @@ export async function createSession(client: ApiClient, agentId: string, extra: R
   const reply = await client.post('/v1/sessions', { agent: agentId, ...extra });
   if (reply.status !== 201) throw new Error(`session create failed: ${reply.status} ${JSON.stringify(reply.body)}`);
   return reply.body as { id: string; status: string; [key: string]: unknown };
+}
+
+/** A knowledge-base collection created through the public API (in the caller's project, or `projectId` for site tokens). */
+export async function createCollection(client: ApiClient, projectId?: string): Promise<string> {
+  const reply = await client.post('/v1/kb/collections', { name: `kb ${Date.now()} ${Math.random()}`, ...(projectId ? { project_id: projectId } : {}) });
+  if (reply.status !== 201) throw new Error(`collection create failed: ${reply.status} ${JSON.stringify(reply.body)}`);
+  return reply.body.id as string;
 }
 
 /** A tenant with a client for its `all` key, an agent and nothing else. */

@@ -1,5 +1,6 @@
 import type { Deps } from '../../../deps';
-import { assertCredits, callerFields, chargeUsage } from '../../../billing/usage';
+import { callerFields, chargeUsage } from '../../../billing/usage';
+import { creditAdmissionFor } from '../../../billing/admission';
 import { computeCreditsNano, type ModelRecord } from '../../../providers/catalog';
 import { ProviderError, UpstreamConnectionError, UpstreamHttpError, UpstreamTimeoutError } from '../../../providers/errors';
 import { createProviderRegistry, type ProviderRegistry } from '../../../providers';
@@ -27,13 +28,15 @@ export interface Gateway {
 export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway {
   const providers = options.providers ?? createProviderRegistry(deps.config);
   const moderator = options.moderator ?? blockListModerator(deps.config.MODERATION_BLOCKLIST);
+  const credits = creditAdmissionFor(deps.db, deps.config.DATABASE_URL, deps.logger);
   return {
     providers,
     async admit(ctx, request) {
       if (!(await moderator.allows(moderatedTexts(request)))) throw contentBlocked();
       const projectId = ctx.state.principal?.projectId;
       if (!projectId) throw new ApiError(403, 'permission_error', 'this credential is not bound to a project');
-      await assertCredits(deps.db, projectId);
+      // assertCredits' rule, without a balance read for projects known to be positive.
+      await credits.admit(projectId);
     },
     clientSignal(ctx) {
       const controller = new AbortController();

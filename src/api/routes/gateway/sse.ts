@@ -23,8 +23,21 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
   const res = ctx.res;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   res.flushHeaders();
+  // Events decoded from one upstream read arrive within the same tick: cork the socket and
+  // uncork once that work is done, so they leave in one write instead of one syscall per
+  // event (a 16-token completion is ~20 events). Nothing waits longer than that tick.
+  let corked = false;
+  const uncork = () => {
+    corked = false;
+    res.uncork();
+  };
   const write = async (text: string) => {
     if (res.destroyed || text.length === 0) return;
+    if (!corked) {
+      corked = true;
+      res.cork();
+      process.nextTick(uncork);
+    }
     if (!res.write(text)) await new Promise<void>((resolve) => {
       const done = () => {
         res.off('drain', done);

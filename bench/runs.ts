@@ -1,0 +1,292 @@
+/**
+ * Agent-run benchmark (not a test): the time from `POST /v1/sessions/{id}/events` (a
+ * user.message) to the `session.status_idle` that closes the run, seen on the session's
+ * event stream, for one-turn runs at 1, 10 and 100 concurrent sessions, next to the bare
+ * simulator call (the same chat completion sent straight to the simulator at the same
+ * concurrency), so the runtime's own overhead (api, Postgres, Temporal, worker) is visible.
+ * Also a tool-using run (echo server tool: two model turns and four tool activities).
+ * After the 100-session phase every session's log is checked: no event lost or duplicated.
+ *
+ *   npm run bench:runs            (env: BENCH_RUNS_PER_SESSION=5, DATABASE_URL)
+ *
+ * The simulator (zero latency), the api and the worker run as separate processes, as in
+ * production, on a private task queue. Needs the services (npm run services).
+ * Goal: runtime overhead p50 <= 50 ms at 10 concurrent sessions.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { loadConfig } from '../src/config';
+import { createPool } from '../src/store/db';
+import { migrate } from '../src/store/migrate';
+import { createAccount, createProject } from '../src/store/accounts';
+import { issueApiKey } from '../src/auth/provisioning';
+import { grantCredits, NANO_PER_CREDIT } from '../src/billing/credits';
+
+const ROOT = path.resolve(__dirname, '..');
+const RUNS_PER_SESSION = Number(process.env.BENCH_RUNS_PER_SESSION ?? 5);
+const ONE_TURN = ['user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle'];
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+
+function startProcess(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+async function waitFor(url: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+const waitForOutput = (child: ChildProcess, needle: string) =>
+  new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => String(chunk).includes(needle) && resolve());
+    child.once('exit', (code) => reject(new Error(`process exited (${code}) before "${needle}"`)));
+  });
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+const round = (n: number) => Math.round(n * 10) / 10;
+function summary(latencies: number[], elapsedMs: number) {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { count: sorted.length, p50: round(percentile(sorted, 50)), p90: round(percentile(sorted, 90)), p99: round(percentile(sorted, 99)), per_s: round(sorted.length / (elapsedMs / 1000)) };
+}
+
+type Event = { id: string; type: string; [key: string]: any };
+
+async function main() {
+  const config = loadConfig();
+  const db = createPool(config.DATABASE_URL, 2);
+  await migrate(db);
+  const account = await createAccount(db, 'bench runs');
+  const project = await createProject(db, account.id, 'bench runs');
+  await grantCredits(db, project.id, 1_000_000n * NANO_PER_CREDIT, 'bench');
+  const key = (await issueApiKey(db, { projectId: project.id, preset: 'all' })).key;
+  await db.end();
+
+  const [simPort, apiPort] = [await freePort(), await freePort()];
+  const simUrl = `http://127.0.0.1:${simPort}`;
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const common = {
+    ENVIRONMENT: 'development',
+    SIMULATOR_URL: simUrl,
+    OPENAI_API_KEY: '',
+    OPENAI_BASE_URL: '',
+    TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
+    LOG_LEVEL: 'warn',
+  };
+  const simulator = startProcess('src/bin/simulator.ts', { SIMULATOR_PORT: String(simPort), LOG_LEVEL: 'warn' });
+  const api = startProcess('src/bin/api.ts', { ...common, PORT: String(apiPort), RATE_LIMIT_ENABLED: 'false', DATABASE_POOL_SIZE: '40' });
+  // The reconciler plays no part in a benchmark (nothing is left unsignalled).
+  const worker = startProcess('src/bin/worker.ts', { ...common, LOG_LEVEL: 'info', RECONCILE_INTERVAL_MS: '3600000', DATABASE_POOL_SIZE: '40' });
+  const workerReady = waitForOutput(worker, 'worker polling');
+
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const call = async (method: string, route: string, body?: unknown): Promise<any> => {
+    const response = await fetch(`${apiUrl}${route}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const payload = await response.json();
+    if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${JSON.stringify(payload)}`);
+    return payload;
+  };
+  const allEvents = async (sessionId: string): Promise<Event[]> => {
+    const out: Event[] = [];
+    let page: string | null = null;
+    do {
+      const reply: { data: Event[]; next_page: string | null } = await call('GET', `/v1/sessions/${sessionId}/events?limit=100${page ? `&page=${encodeURIComponent(page)}` : ''}`);
+      out.push(...reply.data);
+      page = reply.next_page;
+    } while (page);
+    return out;
+  };
+
+  /** Opens the session's event stream; `next(type)` resolves when an event of that type arrives. */
+  async function openStream(sessionId: string) {
+    const controller = new AbortController();
+    const response = await fetch(`${apiUrl}/v1beta1/sessions/${sessionId}/events/stream`, { headers, signal: controller.signal });
+    if (!response.ok) throw new Error(`stream: ${response.status}`);
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    const seen: Event[] = [];
+    const waiters: Array<{ type: string; count: number; resolve: (e: Event) => void }> = [];
+    const check = () => {
+      for (const w of [...waiters]) {
+        const matching = seen.filter((e) => e.type === w.type || (w.type === 'closing' && (e.type === 'session.status_idle' || e.type === 'session.error')));
+        if (matching.length >= w.count) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(matching[w.count - 1]!);
+        }
+      }
+    };
+    void (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          buffer += value;
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const message = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const data = message.split('\n').find((line) => line.startsWith('data: '));
+            if (data) seen.push(JSON.parse(data.slice(6)));
+          }
+          check();
+        }
+      } catch {
+        // aborted
+      }
+    })();
+    return {
+      until: (type: string, count: number) =>
+        new Promise<Event>((resolve) => {
+          waiters.push({ type, count, resolve });
+          check();
+        }),
+      close: () => controller.abort(),
+    };
+  }
+
+  try {
+    await waitFor(`${simUrl}/healthz`);
+    await waitFor(`${apiUrl}/healthz`);
+    await workerReady;
+    const plainAgent = await call('POST', '/v1/agents', { project_id: project.id, name: 'bench', model: 'openai/gpt-4o-mini' });
+    const toolAgent = await call('POST', '/v1/agents', { project_id: project.id, name: 'bench tools', model: 'openai/gpt-4o-mini', tools: [{ type: 'echo', name: 'say' }] });
+    const newSession = async (agentId: string) => (await call('POST', '/v1/sessions', { agent: agentId })).id as string;
+
+    /** One run on a session: POST user.message, wait for the run's closing event on the stream. */
+    async function timedRun(sessionId: string, nth: number, text: string): Promise<number> {
+      const stream = await openStream(sessionId);
+      try {
+        const started = performance.now();
+        await call('POST', `/v1/sessions/${sessionId}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+        const closing = await stream.until('closing', 1);
+        const elapsed = performance.now() - started;
+        if (closing.type !== 'session.status_idle') throw new Error(`run ${nth} of ${sessionId} failed: ${JSON.stringify(closing)}`);
+        return elapsed;
+      } finally {
+        stream.close();
+      }
+    }
+
+    const bareBody = (text: string) => JSON.stringify({ model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: text }] });
+    async function bareCall(text: string): Promise<number> {
+      const started = performance.now();
+      const response = await fetch(`${simUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bareBody(text) });
+      await response.text();
+      return performance.now() - started;
+    }
+
+    /** `concurrency` sessions, each running RUNS_PER_SESSION one-turn runs back to back. */
+    async function phase(concurrency: number) {
+      const sessions = await Promise.all(Array.from({ length: concurrency }, () => newSession(plainAgent.id)));
+      // The first run of a session starts its workflow: warm every session up, unmeasured.
+      await Promise.all(sessions.map((id) => timedRun(id, 0, 'warm up')));
+      const latencies: number[] = [];
+      let started = performance.now();
+      await Promise.all(
+        sessions.map(async (id) => {
+          for (let i = 1; i <= RUNS_PER_SESSION; i++) latencies.push(await timedRun(id, i, `run ${i} of ${id}`));
+        }),
+      );
+      const runs = summary(latencies, performance.now() - started);
+      const bare: number[] = [];
+      started = performance.now();
+      await Promise.all(sessions.map(async (id) => {
+        for (let i = 1; i <= RUNS_PER_SESSION; i++) bare.push(await bareCall(`run ${i} of ${id}`));
+      }));
+      const simulator = summary(bare, performance.now() - started);
+      return { concurrency, runs, simulator, overhead_p50_ms: round(runs.p50 - simulator.p50), sessions };
+    }
+
+    const phases = [];
+    for (const concurrency of [1, 10, 100]) {
+      process.stdout.write(`one-turn runs at ${concurrency} concurrent session(s)...\n`);
+      phases.push(await phase(concurrency));
+    }
+
+    // Zero lost or duplicated events at 100 concurrent sessions: every log is exactly 1 + N one-turn runs.
+    const last = phases.at(-1)!;
+    const problems: string[] = [];
+    await Promise.all(
+      last.sessions.map(async (id) => {
+        const events = await allEvents(id);
+        const expected = Array.from({ length: RUNS_PER_SESSION + 1 }, () => ONE_TURN).flat();
+        if (JSON.stringify(events.map((e) => e.type)) !== JSON.stringify(expected)) problems.push(`${id}: ${events.map((e) => e.type).join(',')}`);
+        if (new Set(events.map((e) => e.id)).size !== events.length) problems.push(`${id}: duplicate ids`);
+        const replies = events.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text);
+        const sent = ['warm up', ...Array.from({ length: RUNS_PER_SESSION }, (_, i) => `run ${i + 1} of ${id}`)].map((t) => `You said: ${t}`);
+        if (JSON.stringify(replies) !== JSON.stringify(sent)) problems.push(`${id}: replies ${JSON.stringify(replies)}`);
+      }),
+    );
+
+    // A tool-using run: turn 1 calls the echo tool four times (four runServerTool activities), turn 2 answers.
+    process.stdout.write('tool-using runs...\n');
+    const toolText = [1, 2, 3, 4].map((n) => `[[tool:say {"message":"part ${n}"}]]`).join(' ');
+    const toolSession = await newSession(toolAgent.id);
+    await timedRun(toolSession, 0, toolText);
+    const toolLatencies: number[] = [];
+    const toolStarted = performance.now();
+    for (let i = 1; i <= 10; i++) toolLatencies.push(await timedRun(toolSession, i, toolText));
+    const toolRuns = summary(toolLatencies, performance.now() - toolStarted);
+    const toolLog = await allEvents(toolSession);
+    const turnsPerRun = toolLog.filter((e) => e.type === 'session.turn_usage').length / 11;
+    const toolResultsPerRun = toolLog.filter((e) => e.type === 'user.tool_result').length / 11;
+    const bareTool: number[] = [];
+    for (let i = 0; i < 10; i++) bareTool.push((await bareCall(toolText)) + (await bareCall('Tool results: part 1 | part 2 | part 3 | part 4')));
+    const bareToolSummary = summary(bareTool, 1);
+
+    const result = {
+      date: new Date().toISOString(),
+      runs_per_session: RUNS_PER_SESSION,
+      one_turn: phases.map(({ sessions: _s, ...rest }) => rest),
+      tool_run: { model_turns_per_run: turnsPerRun, tool_activities_per_run: toolResultsPerRun, runs: toolRuns, simulator_two_calls: { p50: bareToolSummary.p50, p90: bareToolSummary.p90, p99: bareToolSummary.p99 } },
+      event_check_100_sessions: { sessions: last.sessions.length, runs: last.sessions.length * (RUNS_PER_SESSION + 1), problems },
+    };
+
+    console.log('\nPOST user.message -> session.status_idle (ms), one-turn runs, zero-latency simulator');
+    console.table(
+      Object.fromEntries(
+        result.one_turn.flatMap((p) => [
+          [`${p.concurrency} sessions: run`, p.runs],
+          [`${p.concurrency} sessions: bare simulator`, p.simulator],
+          [`${p.concurrency} sessions: overhead`, { p50: p.overhead_p50_ms }],
+        ]),
+      ),
+    );
+    console.log(`tool-using run (${turnsPerRun} model turns, ${toolResultsPerRun} echo tool activities), 1 session:`);
+    console.table({ run: toolRuns, 'bare simulator (2 calls)': result.tool_run.simulator_two_calls });
+    console.log(
+      `events at 100 concurrent sessions: ${result.event_check_100_sessions.runs} runs, ${problems.length === 0 ? 'no event lost or duplicated' : `${problems.length} PROBLEMS:\n${problems.join('\n')}`}`,
+    );
+    mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
+    const file = path.join(ROOT, `bench/results/runs-${result.date.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, JSON.stringify(result, null, 2));
+    console.log(`results: ${path.relative(ROOT, file)}`);
+    if (problems.length > 0) process.exitCode = 1;
+  } finally {
+    for (const child of [worker, api, simulator]) child.kill('SIGTERM');
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,156 @@
+import { createKey } from '../../support/factories';
+import { wavFile } from '../../../src/providers/simulator/media-files';
+import { expectError, json, postJson, simRequestsTo, startGatewayEnv, usageRowFor, withEmptyBalance, type GatewayEnv } from './support';
+
+let env: GatewayEnv;
+beforeAll(async () => {
+  env = await startGatewayEnv({ MODERATION_BLOCKLIST: 'forbidden-word' });
+});
+afterAll(() => env.close());
+
+const MiB = 1024 * 1024;
+/** A PCM WAV (24 kHz, 16-bit mono: 48,000 bytes per second) of exactly `bytes` bytes. */
+const wavOfBytes = (bytes: number) => wavFile(Buffer.alloc(bytes - 44, 1));
+
+describe('POST /v1/audio/speech (OpenAI speech shape)', () => {
+  const post = (body: unknown, key?: string) => postJson(env, '/v1/audio/speech', body, key);
+  const input = 'Hello from the gateway, thirty chars!!';
+
+  test('default tts-1, mp3 by default: real MPEG frames, X-Model header, metered per character', async () => {
+    const since = env.sim.requests.length;
+    const response = await post({ input, voice: 'alloy' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('audio/mpeg');
+    expect(response.headers.get('x-model')).toBe('openai/tts-1');
+    const audio = Buffer.from(await response.arrayBuffer());
+    expect(audio.readUInt16BE(0) & 0xffe0).toBe(0xffe0); // MPEG frame sync
+    expect(simRequestsTo(env, '/audio/speech', since)[0]!.body).toEqual({ model: 'tts-1', input, voice: 'alloy' });
+    const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+    // tts-1: 15 USD per million characters = 1,500,000 nano-credits per character.
+    expect(row).toMatchObject({ model: 'openai/tts-1', operation: 'speech', credits_nano: String(input.length * 1_500_000) });
+  });
+
+  test('wav on tts-1-hd: a RIFF file whose length follows the input and the speed', async () => {
+    const slow = await post({ model: 'openai/tts-1-hd', input, voice: 'nova', response_format: 'wav', speed: 0.5 });
+    const fast = await post({ model: 'openai/tts-1-hd', input, voice: 'nova', response_format: 'wav', speed: 2 });
+    expect(slow.headers.get('content-type')).toBe('audio/wav');
+    const slowAudio = Buffer.from(await slow.arrayBuffer());
+    const fastAudio = Buffer.from(await fast.arrayBuffer());
+    expect(slowAudio.toString('ascii', 0, 4)).toBe('RIFF');
+    expect(slowAudio.toString('ascii', 8, 12)).toBe('WAVE');
+    expect(slowAudio.readUInt32LE(40)).toBe(slowAudio.length - 44);
+    expect(slowAudio.length - 44).toBeCloseTo(4 * (fastAudio.length - 44), -2);
+    const row = await usageRowFor(env.api, slow.headers.get('x-request-id')!);
+    expect(row.credits_nano).toBe(String(input.length * 3_000_000));
+  });
+
+  test.each([
+    ['input missing', { voice: 'alloy' }, 'input'],
+    ['input over 4096 characters', { voice: 'alloy', input: 'x'.repeat(4097) }, 'input'],
+    ['voice missing', { input: 'hi' }, 'voice'],
+    ['an unknown voice', { input: 'hi', voice: 'robot' }, 'voice'],
+    ['an unknown format', { input: 'hi', voice: 'alloy', response_format: 'm4a' }, 'response_format'],
+    ['speed above 4', { input: 'hi', voice: 'alloy', speed: 4.5 }, 'speed'],
+    ['speed below 0.25', { input: 'hi', voice: 'alloy', speed: 0.2 }, 'speed'],
+    ['an image model', { input: 'hi', voice: 'alloy', model: 'openai/dall-e-3' }, 'model'],
+    ['an unknown field', { input: 'hi', voice: 'alloy', instructions: 'whisper' }, 'body'],
+  ])('%s → 400 naming the field', async (_name, body, field) => {
+    const error = await expectError(await post(body), 400, 'invalid_request_error');
+    expect(error.message.startsWith(field)).toBe(true);
+  });
+
+  test('scope speech:write: 403 naming it; moderation; 402; upstream errors pass through', async () => {
+    const { key } = await createKey(env.api.deps.db, { projectId: env.tenant.projectId, preset: 'restricted', scopes: { chat: 'write', image: 'write', transcribe: 'write' } });
+    expect((await expectError(await post({ input: 'hi', voice: 'alloy' }, key), 403, 'permission_error')).message).toContain('speech:write');
+    const since = env.sim.requests.length;
+    await expectError(await post({ input: 'say forbidden-word', voice: 'alloy' }), 403, 'content_policy_violation');
+    expect(env.sim.requests.length).toBe(since);
+    await withEmptyBalance(env, async () => {
+      await expectError(await post({ input: 'hi', voice: 'alloy' }), 402, 'insufficient_credits');
+    });
+    const failed = await post({ input: 'hi [[error:429]]', voice: 'alloy' });
+    expect(failed.status).toBe(429);
+    expect(failed.headers.get('retry-after')).toBe('1');
+  });
+});
+
+describe('POST /v1/audio/transcriptions', () => {
+  const post = (body: unknown, key?: string) => postJson(env, '/v1/audio/transcriptions', body, key);
+  const oneSecond = wavOfBytes(44 + 48_000).toString('base64');
+
+  test('defaults (whisper-1, audio/wav): multipart upload upstream, {text, model}, metered per second', async () => {
+    const since = env.sim.requests.length;
+    const response = await post({ audio: oneSecond, language: 'FR' });
+    expect(response.status).toBe(200);
+    expect(await json(response)).toEqual({ text: 'Simulated transcript of 1.0 seconds of wav audio in fr.', model: 'openai/whisper-1' });
+    const upstream = simRequestsTo(env, '/audio/transcriptions', since)[0]!;
+    expect(String(upstream.headers['content-type'])).toMatch(/^multipart\/form-data; boundary=/);
+    expect(upstream.body).toEqual({ model: 'whisper-1', language: 'fr', filename: 'audio.wav', type: 'audio/wav', bytes: 48_044, response_format: 'json' });
+    const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+    // whisper-1: 0.006 USD per minute = 10,000,000 nano-credits per second.
+    expect(row).toMatchObject({ model: 'openai/whisper-1', operation: 'transcription', credits_nano: String(10_000_000) });
+  });
+
+  test.each([
+    ['audio/mpeg', 'mp3'],
+    ['audio/ogg', 'ogg'],
+    ['audio/webm', 'webm'],
+    ['audio/flac', 'flac'],
+  ])('%s is uploaded as .%s', async (mimeType, extension) => {
+    const since = env.sim.requests.length;
+    const response = await post({ audio: Buffer.alloc(32_000, 7).toString('base64'), mime_type: mimeType, model: 'openai/gpt-4o-transcribe' });
+    expect(response.status).toBe(200);
+    expect(await json(response)).toEqual({ text: `Simulated transcript of 2.0 seconds of ${extension} audio.`, model: 'openai/gpt-4o-transcribe' });
+    expect(simRequestsTo(env, '/audio/transcriptions', since)[0]!.body).toMatchObject({ filename: `audio.${extension}`, type: mimeType });
+    const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+    // gpt-4o-transcribe tokens: 20 audio tokens at 600,000, output tokens at 1,000,000 nano-credits.
+    expect(row).toMatchObject({ operation: 'transcription', input_tokens: '20' });
+    expect(Number(row.credits_nano)).toBe(20 * 600_000 + Number(row.output_tokens) * 1_000_000);
+  });
+
+  test('exactly 25 MiB of decoded audio is accepted; one byte more is 413; a body past the limit is 413', async () => {
+    const atLimit = await post({ audio: wavOfBytes(25 * MiB).toString('base64') });
+    expect(atLimit.status).toBe(200);
+    expect((await json(atLimit)).text).toBe(`Simulated transcript of ${((25 * MiB - 44) / 48_000).toFixed(1)} seconds of wav audio.`);
+
+    const since = env.sim.requests.length;
+    const overByOne = await post({ audio: wavOfBytes(25 * MiB + 1).toString('base64') });
+    const error = await expectError(overByOne, 413, 'request_too_large');
+    expect(error.message).toContain('25 MiB');
+    const farOver = await post({ audio: Buffer.alloc(26 * MiB).toString('base64') });
+    await expectError(farOver, 413, 'request_too_large');
+    expect(env.sim.requests.length).toBe(since);
+  });
+
+  test.each([
+    ['audio missing', {}, 'audio'],
+    ['empty audio', { audio: '' }, 'audio'],
+    ['audio that is not base64', { audio: 'this is not base64!' }, 'audio'],
+    ['unpadded base64', { audio: 'AAAAA' }, 'audio'],
+    ['an unsupported mime type', { audio: oneSecond, mime_type: 'audio/aac' }, 'mime_type'],
+    ['a video mime type', { audio: oneSecond, mime_type: 'video/mp4' }, 'mime_type'],
+    ['a language that is not ISO 639-1', { audio: oneSecond, language: 'eng' }, 'language'],
+    ['an unknown two-letter language', { audio: oneSecond, language: 'qq' }, 'language'],
+    ['a speech model', { audio: oneSecond, model: 'openai/tts-1' }, 'model'],
+    ['an unknown field', { audio: oneSecond, prompt: 'names' }, 'body'],
+  ])('%s → 400 naming the field', async (_name, body, field) => {
+    const error = await expectError(await post(body), 400, 'invalid_request_error');
+    expect(error.message.startsWith(field)).toBe(true);
+  });
+
+  test('scope transcribe:write: 403 naming it; 402 on an empty balance; unknown model 404', async () => {
+    const { key } = await createKey(env.api.deps.db, { projectId: env.tenant.projectId, preset: 'restricted', scopes: { chat: 'write', speech: 'write' } });
+    expect((await expectError(await post({ audio: oneSecond }, key), 403, 'permission_error')).message).toContain('transcribe:write');
+    await withEmptyBalance(env, async () => {
+      await expectError(await post({ audio: oneSecond }), 402, 'insufficient_credits');
+    });
+    await expectError(await post({ audio: oneSecond, model: 'openai/whisper-9' }), 404, 'not_found_error');
+  });
+});
+
+describe('alt-text image limit', () => {
+  test('an image over 20 MiB decoded is 413', async () => {
+    const response = await postJson(env, '/v1/images/alt-text', { image_base64: Buffer.alloc(20 * MiB + 1).toString('base64') });
+    await expectError(response, 413, 'request_too_large');
+  });
+});
