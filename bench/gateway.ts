@@ -14,8 +14,9 @@
  *   on a 2-core machine the generator, the simulator, the api and Postgres share the CPUs,
  *   and fetch costs the generator several times more CPU per request.
  * - The simulator and the api run as separate processes, as in production, with the api
- *   started the way scripts/start.sh starts it (tsx: it transpiles once at load; the hot
- *   path then runs plain JS, see the note in the closing summary of the run).
+ *   started the way scripts/start.sh starts it, under tsx. tsx transpiles each module once
+ *   at load; a CPU profile of the api under load shows no tsx or esbuild frames after
+ *   start-up, so compiled JS would change start-up time, not these figures.
  * - The table reports CPU milliseconds per gateway request of the api process and per
  *   request of the simulator and of this generator, from /proc and process.cpuUsage(), so
  *   a reader can tell saturation of the machine from cost of the gateway.
@@ -198,14 +199,15 @@ async function main() {
     // Warm up both paths (JIT, connection pools) before measuring.
     for (let i = 0; i < 300; i++) await Promise.all([targets(false).direct(), targets(false).gateway(), targets(true).gateway()]);
     const pids = { api: api.pid!, simulator: simulator.pid! };
+    const loadBefore = loadAverage();
     const phases = [await runPhase(false, targets(false), pids), await runPhase(true, targets(true), pids)];
-    const result = { date: new Date().toISOString(), method: 'rps_target through the gateway, same rate direct, interleaved; node:http keep-alive client', load_average: loadAverage(), rps_target: RPS, seconds: SECONDS, concurrency: CONCURRENCY, phases, api_peak_rss_mb: peakRssMb(api.pid!) };
+    const result = { date: new Date().toISOString(), method: 'rps_target through the gateway, same rate direct, interleaved; node:http keep-alive client', load_average: { before: loadBefore, after: loadAverage() }, rps_target: RPS, seconds: SECONDS, concurrency: CONCURRENCY, phases, api_peak_rss_mb: peakRssMb(api.pid!) };
     for (const phase of phases) {
       console.log(`\n${phase.metric} at ${RPS} requests/s through the gateway + ${RPS}/s direct (interleaved, concurrency <= ${CONCURRENCY})`);
       console.table({ direct: phase.direct, gateway: phase.gateway, added: phase.added });
       console.log(`CPU ms per request: api ${phase.cpu_ms_per_request.api} (per gateway request), simulator ${phase.cpu_ms_per_request.simulator}, load generator ${phase.cpu_ms_per_request.generator}`);
     }
-    console.log(`api peak RSS: ${result.api_peak_rss_mb} MB`);
+    console.log(`api peak RSS: ${result.api_peak_rss_mb} MB; load average before ${loadBefore.join(' ')}, after ${result.load_average.after.join(' ')} (2 CPUs)`);
     mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
     const file = path.join(ROOT, `bench/results/gateway-${result.date.replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, JSON.stringify(result, null, 2));

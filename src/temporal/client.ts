@@ -28,7 +28,10 @@ export class LazyTemporalClient {
   /** Asks the frontend's gRPC health service; throws when Temporal is unreachable. */
   async checkHealth(): Promise<void> {
     const client = await this.get();
-    await (client.connection as Connection).healthService.check({});
+    const connection = client.connection as Connection;
+    // A deadline stops the client's built-in retries, which would otherwise keep going
+    // (past this check's own timeout) while Temporal is down.
+    await connection.withDeadline(Date.now() + 2000, () => connection.healthService.check({}));
   }
 
   async close(): Promise<void> {

@@ -33,6 +33,9 @@ export async function startApi(overrides: Partial<Record<keyof Config, string>> 
   const { lines, stream } = captureLogs();
   const deps = createDeps(config, createLogger({ level: config.LOG_LEVEL, destination: stream }));
   const server: Server = createServer(createApp(deps, options).callback());
+  // As in production (src/bin/api.ts): longer than clients' idle keep-alive, so a reused
+  // connection is never closed by the server at the moment a request is sent on it.
+  server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
