@@ -217,7 +217,7 @@ async function main() {
     }
 
     const phases = [];
-    for (const concurrency of [1, 10, 100]) {
+    for (const concurrency of (process.env.BENCH_CONCURRENCY ?? "1,10,100").split(",").map(Number)) {
       process.stdout.write(`one-turn runs at ${concurrency} concurrent session(s)...\n`);
       phases.push(await phase(concurrency));
     }

@@ -113,6 +113,7 @@ start_temporal() {
   say "starting the Temporal dev server on 127.0.0.1:$TEMPORAL_PORT (UI http://127.0.0.1:$TEMPORAL_UI_PORT)"
   nohup "$TEMPORAL_BIN" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --db-filename "$DATA/temporal.db" --log-level warn \
+    --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal \
     --search-attribute ProjectId=Keyword --search-attribute AgentId=Keyword --search-attribute SessionStatus=Keyword \
     --dynamic-config-value frontend.workerHeartbeatsEnabled=false \
     >"$LOGS/temporal.log" 2>&1 &

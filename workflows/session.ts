@@ -10,6 +10,8 @@ import {
   defineSignal,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
+  patched,
   setCurrentDetails,
   setHandler,
   sleep,
@@ -44,10 +46,19 @@ const retry: RetryPolicy = {
   nonRetryableErrorTypes: ['invalid_tool_schema', 'toolset_incomplete', 'context_exceeded', 'internal_error'],
 };
 
-const bookkeepingActivities = proxyActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' },
-});
+// Claiming and closing cycles are short Postgres transactions: local activities run them
+// inside the workflow task, without a round trip through the Temporal server each.
+const bookkeepingOptions = { startToCloseTimeout: '30 seconds', retry: { initialInterval: '500 milliseconds', maximumInterval: '10 seconds' } } as const;
+const localBookkeeping = proxyLocalActivities<Activities>(bookkeepingOptions);
+// Histories recorded before local bookkeeping scheduled these as ordinary activities.
+const remoteBookkeeping = proxyActivities<Activities>(bookkeepingOptions);
+const LOCAL_BOOKKEEPING_PATCH = 'local-bookkeeping';
+const bookkeepingActivities = {
+  startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
+    (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
+  finishRunCycle: (input: Parameters<Activities['finishRunCycle']>[0]) =>
+    (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).finishRunCycle(input),
+};
 
 // The event log must record how a run ended even when the workflow itself is being
 // cancelled (an operator's `temporal workflow cancel`), so bookkeeping is never cancelled.
