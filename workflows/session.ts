@@ -111,14 +111,10 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     const scope = new CancellationScope();
     currentScope = scope;
     let timedOut = false;
-    const timerScope = new CancellationScope();
-    void timerScope
-      .run(() => sleep(cycle.limits.runTimeoutMs))
-      .then(() => {
-        timedOut = true;
-        scope.cancel();
-      })
-      .catch(() => undefined);
+    const timerScope = startTimer(cycle.limits.runTimeoutMs, () => {
+      timedOut = true;
+      scope.cancel();
+    });
 
     try {
       const end = await scope.run(async (): Promise<CycleEnd> => {
@@ -222,13 +218,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
 
   async function waitForToolResults(paused: ActiveCycle): Promise<{ kind: 'resume'; cycle: ActiveCycle } | { kind: 'interrupted' } | { kind: 'abandoned' } | { kind: 'cancelled' }> {
     let abandoned = false;
-    const timerScope = new CancellationScope();
-    void timerScope
-      .run(() => sleep(paused.limits.abandonAfterMs))
-      .then(() => {
-        abandoned = true;
-      })
-      .catch(() => undefined);
+    const timerScope = startTimer(paused.limits.abandonAfterMs, () => {
+      abandoned = true;
+    });
     try {
       for (;;) {
         try {
@@ -275,6 +267,16 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     if (isCancellation(error) && signalled) await continueAsNew<typeof sessionWorkflow>(input);
     throw error;
   }
+}
+
+/** A durable timer in its own scope: `onFire` runs when it fires; cancel the scope to drop it. */
+function startTimer(ms: number, onFire: () => void): CancellationScope {
+  const scope = new CancellationScope();
+  void scope
+    .run(() => sleep(ms))
+    .then(onFire)
+    .catch(() => undefined);
+  return scope;
 }
 
 /** An activity failure's ApplicationFailure type names the run error code. */

@@ -8,17 +8,9 @@ import { callSearch, SearchUnavailableError } from './errors';
 import type { KbContext } from './kb-context';
 
 /** The stored source of one document (the embedding itself is excluded from _source). */
-export interface StoredDocument {
+export interface StoredDocument extends Omit<KbDocument, 'id'> {
   collection_id: string;
   doc_id: string;
-  content: string;
-  title?: string;
-  type?: string;
-  uri?: string;
-  language?: string;
-  created_at?: string;
-  modified_at?: string;
-  metadata?: Record<string, string | string[]>;
   indexed_at: string;
   embedding?: number[];
   embedding_model?: string;

@@ -5,14 +5,7 @@ import type { StoredDocument } from './documents';
 type Clause = estypes.QueryDslQueryContainer;
 
 /** Accepted values per dimension; null/undefined means unconstrained. Both search filters and ceilings reduce to this. */
-interface Constraints {
-  type?: string[] | null;
-  uri?: string[] | null;
-  language?: string[] | null;
-  metadata?: Record<string, string[]> | null;
-  created_at?: DateRange | null;
-  modified_at?: DateRange | null;
-}
+type Constraints = FilterCeiling;
 
 const rangeClause = (field: string, range: DateRange): Clause => ({
   range: { [field]: { ...(range.gte ? { gte: range.gte } : {}), ...(range.lte ? { lte: range.lte } : {}), format: 'strict_date_optional_time' } },
