@@ -22,7 +22,9 @@ export function workerEnv(config: Config, extra: Record<string, string> = {}): N
     LOG_LEVEL: 'info',
     DATABASE_URL: config.DATABASE_URL,
     DATABASE_POOL_SIZE: '5',
-    TEMPORAL_ADDRESS: '127.0.0.1:7233',
+    // The real server (not the api's, which a test may point at a dead address).
+    TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233',
+    ELASTICSEARCH_URL: config.ELASTICSEARCH_URL,
     TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
     TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
     SIMULATOR_URL: config.SIMULATOR_URL,
