@@ -171,43 +171,29 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     for (;;) {
       const result = await runCycle(cycle, turns);
       turns = result.turns;
-      if (result.end.kind !== 'pause') {
-        await bookkeeping.finishRunCycle({
+      const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) =>
+        bookkeeping.finishRunCycle({
           sessionId,
           runId: cycle.runId,
-          cycleKey: cycle.cycleKey,
-          usage: result.usage,
+          cycleKey: extra.cycleKey ?? cycle.cycleKey,
+          usage: extra.usage ?? result.usage,
           contextTokens: result.contextTokens,
-          ...(result.end.kind === 'stop' ? { stopReason: result.end.stopReason } : { errorCode: result.end.code }),
-          endRun: true,
+          ...outcome,
+          ...(extra.toolCalls ? { toolCalls: extra.toolCalls } : {}),
+          endRun: !extra.toolCalls,
         });
+      if (result.end.kind !== 'pause') {
+        await close(result.end.kind === 'stop' ? { stopReason: result.end.stopReason } : { errorCode: result.end.code });
         break;
       }
-      await bookkeeping.finishRunCycle({
-        sessionId,
-        runId: cycle.runId,
-        cycleKey: cycle.cycleKey,
-        usage: result.usage,
-        contextTokens: result.contextTokens,
-        stopReason: 'client_tool_use',
-        toolCalls: result.end.toolCalls,
-        endRun: false,
-      });
+      await close({ stopReason: 'client_tool_use' }, { toolCalls: result.end.toolCalls });
       setStatus('idle');
       // Paused: wait for every pending result, an interrupt, or give up.
       const next = await waitForToolResults(cycle);
       if (next.kind !== 'resume') {
-        await bookkeeping.finishRunCycle({
-          sessionId,
-          runId: cycle.runId,
-          cycleKey: uuid4(),
-          usage: zeroUsage(),
-          contextTokens: result.contextTokens,
-          ...(next.kind === 'interrupted'
-            ? { stopReason: 'user_cancelled' as const }
-            : { errorCode: next.kind === 'cancelled' ? ('run_interrupted' as const) : ('run_abandoned' as const) }),
-          endRun: true,
-        });
+        // The pause's usage was billed when it closed; this closing event carries none.
+        const outcome = next.kind === 'interrupted' ? { stopReason: 'user_cancelled' as const } : { errorCode: next.kind === 'cancelled' ? ('run_interrupted' as const) : ('run_abandoned' as const) };
+        await close(outcome, { cycleKey: uuid4(), usage: zeroUsage() });
         break;
       }
       cycle = next.cycle;
