@@ -116,6 +116,7 @@ start_temporal() {
     --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal \
     --search-attribute ProjectId=Keyword --search-attribute AgentId=Keyword --search-attribute SessionStatus=Keyword \
     --dynamic-config-value frontend.workerHeartbeatsEnabled=false \
+    --dynamic-config-value matching.numTaskqueueReadPartitions=1 --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
     >"$LOGS/temporal.log" 2>&1 &
   echo $! >"$DATA/temporal.pid"
   wait_for temporal "$LOGS/temporal.log" temporal_healthy

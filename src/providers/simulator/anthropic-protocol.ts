@@ -62,11 +62,25 @@ export const anthropicProtocol: SimProtocol = {
     inputChars += tools.length > 0 ? JSON.stringify(tools).length : 0;
     const last = messages[messages.length - 1]!;
     const lastBlocks = last.role === 'user' ? blocks(last.content) : [];
+    let toolRounds = 0;
+    let promptText = '';
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const message = messages[i]!;
+      const content = blocks(message.content);
+      if (message.role === 'assistant' && content.some((b) => b.type === 'tool_use')) toolRounds++;
+      const text = message.role === 'user' ? content.filter((b) => b.type === 'text').map((b) => String(b.text ?? '')).join('\n') : '';
+      if (text) {
+        promptText = text;
+        break;
+      }
+    }
     return {
       provider: 'anthropic',
       model: body.model,
       lastUserText: lastBlocks.filter((b) => b.type === 'text').map((b) => String(b.text ?? '')).join('\n'),
       toolResults: lastBlocks.filter((b) => b.type === 'tool_result').map((b) => resultText(b.content)),
+      promptText,
+      toolRounds,
       toolsOffered: tools.map((tool) => String(tool.name)),
       inputChars,
       maxTokens: body.max_tokens,

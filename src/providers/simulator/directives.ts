@@ -11,6 +11,8 @@ export interface Directives {
   tokens?: number;
   cutAfter?: number;
   think: boolean;
+  /** `[[repeat:N]]`: after tool results, call the same tools again until N rounds were made. */
+  repeat?: number;
   cacheRead?: number;
   cacheWrite?: number;
   stopSequence?: string;
@@ -68,6 +70,9 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'think':
           directives.think = true;
+          break;
+        case 'repeat':
+          directives.repeat = int(name, value);
           break;
         case 'cache-read':
           directives.cacheRead = int(name, value);

@@ -43,6 +43,18 @@ export const googleProtocol: SimProtocol = {
     inputChars += declarations.length > 0 ? JSON.stringify(declarations).length : 0;
     const last = contents[contents.length - 1]!;
     const lastParts = last.role === 'user' ? asArray(last.parts).map(asRecord) : [];
+    let toolRounds = 0;
+    let promptText = '';
+    for (let i = contents.length - 1; i >= 0; i--) {
+      const content = contents[i]!;
+      const parts = asArray(content.parts).map(asRecord);
+      if (content.role === 'model' && parts.some((p) => p.functionCall)) toolRounds++;
+      const text = content.role === 'user' ? parts.filter((p) => typeof p.text === 'string').map((p) => String(p.text)).join('\n') : '';
+      if (text) {
+        promptText = text;
+        break;
+      }
+    }
     const generationConfig = asRecord(body.generationConfig);
     const responseSchema = generationConfig.responseJsonSchema ?? generationConfig.responseSchema;
     return {
@@ -56,6 +68,8 @@ export const googleProtocol: SimProtocol = {
           const response = asRecord(asRecord(p.functionResponse).response);
           return typeof response.content === 'string' ? response.content : JSON.stringify(response);
         }),
+      promptText,
+      toolRounds,
       toolsOffered: declarations.map((d) => String(d.name)),
       inputChars,
       maxTokens: generationConfig.maxOutputTokens as number | undefined,

@@ -64,6 +64,16 @@ export const openaiProtocol: SimProtocol = {
     const last = messages[messages.length - 1]!;
     const toolResults: string[] = [];
     for (let i = messages.length - 1; i >= 0 && messages[i]!.role === 'tool'; i--) toolResults.unshift(textOf(messages[i]!.content));
+    let toolRounds = 0;
+    let promptText = '';
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const message = messages[i]!;
+      if (message.role === 'assistant' && asArray(message.tool_calls).length > 0) toolRounds++;
+      if (message.role === 'user' && textOf(message.content)) {
+        promptText = textOf(message.content);
+        break;
+      }
+    }
     const format = asRecord(body.response_format);
     const schema = format.type === 'json_schema' ? asRecord(asRecord(format.json_schema).schema) : undefined;
     const images = last.role === 'user' ? asArray(last.content).map(asRecord).filter((part) => part.type === 'image_url').map((part) => describeImage(String(asRecord(part.image_url).url ?? ''))) : [];
@@ -74,6 +84,8 @@ export const openaiProtocol: SimProtocol = {
       model: body.model,
       lastUserText: last.role === 'user' ? textOf(last.content) : '',
       toolResults,
+      promptText,
+      toolRounds,
       toolsOffered: tools.map((tool) => String(asRecord(tool.function).name)),
       inputChars,
       maxTokens: (body.max_completion_tokens ?? body.max_tokens) as number | undefined,

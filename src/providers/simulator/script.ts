@@ -9,6 +9,12 @@ export interface SimInput {
   model: string;
   /** Text of the last user turn ('' when that turn holds only tool results). */
   lastUserText: string;
+  /**
+   * The most recent user text of the conversation and the assistant tool-call rounds made
+   * since it (for `[[repeat:N]]` tool loops; set when the last user turn holds only results).
+   */
+  promptText?: string;
+  toolRounds?: number;
   /** Contents of the tool results in the last user turn. */
   toolResults: string[];
   toolsOffered: string[];
@@ -58,6 +64,11 @@ export function planResponse(input: SimInput): Plan {
   let directives: Directives;
   try {
     directives = input.lastUserText ? parseDirectives(input.lastUserText) : { tools: [], think: false, text: '' };
+    if (!input.lastUserText && input.promptText) {
+      // A tool loop: the prompt's tool calls again, until `[[repeat:N]]` rounds were made.
+      const prompt = parseDirectives(input.promptText);
+      if (prompt.repeat !== undefined && (input.toolRounds ?? 0) < prompt.repeat) directives = { ...directives, tools: prompt.tools };
+    }
   } catch (error) {
     if (error instanceof DirectiveError) throw new SimError(400, error.message);
     throw error;

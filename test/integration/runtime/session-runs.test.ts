@@ -81,6 +81,18 @@ test('server-side echo tool runs as an activity and the run continues', async ()
   expect(event.usage.credits_nano).toBe(events.filter((e) => e.type === 'session.turn_usage').reduce((sum, e) => sum + e.content[0].credits_nano, 0));
 });
 
+test('a five-turn tool loop: each turn is billed, the run closes with the sum', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] }, );
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"loop"}]] [[repeat:4]]') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('end_turn');
+  const turns = events.filter((e) => e.type === 'session.turn_usage').map((e) => e.content[0]);
+  expect(turns.map((t) => t.turn)).toEqual([1, 2, 3, 4, 5]);
+  expect(events.filter((e) => e.type === 'user.tool_result')).toHaveLength(4);
+  expect(event.usage.credits_nano).toBe(turns.reduce((sum, t) => sum + t.credits_nano, 0));
+  expect(event.usage.input_tokens).toBe(turns.reduce((sum, t) => sum + t.input_tokens, 0));
+});
+
 test('deferred tools stay out of the tool list; search_tools finds them by name, label and description', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, {
     tools: [
