@@ -22,9 +22,22 @@ export function decodeCursor(text: string, list: string): Cursor | undefined {
     const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown;
     if (!Array.isArray(value) || value.length !== 3 || !value.every((v) => typeof v === 'string')) return undefined;
     const [cursorList, at, key] = value as [string, string, string];
-    if (cursorList !== list || Number.isNaN(Date.parse(at))) return undefined;
+    if (cursorList !== list || !isCursorTime(at)) return undefined;
     return { list: cursorList, at, key };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Exactly the text CURSOR_AT writes (UTC, microseconds) and a real calendar time: the value
+ * goes to Postgres as a timestamptz, which refuses much that Date.parse accepts ('0',
+ * Feb 30), so anything else is a tampered cursor (400), not a failed query (500).
+ */
+const CURSOR_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})\d{3}Z$/;
+function isCursorTime(at: string): boolean {
+  const millis = CURSOR_TIME.exec(at)?.[1];
+  if (!millis) return false;
+  const parsed = new Date(`${millis}Z`);
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString() === `${millis}Z`;
 }

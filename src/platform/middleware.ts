@@ -30,6 +30,8 @@ export function platformBasics(logger: Logger): PlatformMiddleware {
 
 function asPlatformError(thrown: unknown): PlatformError {
   const code = (thrown as { code?: string }).code;
+  // Postgres text and jsonb cannot hold U+0000: a bad input, and the statement wrote nothing.
+  if (code === '22021' || code === '22P05') return invalidValue('request', 'body', 'text values must not contain the NUL character (U+0000)');
   if (code === '23505') return new PlatformError(409, 'Conflict', [{ resource: 'request', type: 'value_unavailable', message: 'the value is already taken' }]);
   if (code === 'ECONNREFUSED' || code === '57P01') return new PlatformError(503, 'Service Unavailable', undefined, { 'Retry-After': '1' });
   return new PlatformError(500, 'Internal Server Error');
@@ -45,7 +47,8 @@ export function basicAuth(db: Pool): PlatformMiddleware {
     if (!encoded) throw unauthorized('HTTP Basic credentials are required');
     const decoded = Buffer.from(encoded, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon < 1) throw unauthorized('malformed Basic credentials');
+    // No user name holds U+0000 (Postgres text cannot): refused here, not as a failed query.
+    if (colon < 1 || decoded.slice(0, colon).includes('\0')) throw unauthorized('malformed Basic credentials');
     const user = await findPlatformUser(db, decoded.slice(0, colon));
     // Compare against a fixed hash when the user is unknown, so timing does not reveal usernames.
     const ok = await verifyPassword(decoded.slice(colon + 1), user?.password_hash ?? DUMMY_HASH);

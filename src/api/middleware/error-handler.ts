@@ -1,4 +1,4 @@
-import { ApiError } from '../errors';
+import { ApiError, badRequest } from '../errors';
 import type { AppContext, Middleware } from '../types';
 
 // Provider-native (Anthropic) error types by status, for POST /v1/messages.
@@ -17,8 +17,18 @@ const NATIVE_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
+/**
+ * SQLSTATEs that only a caller's text can cause: Postgres text and jsonb cannot hold U+0000
+ * (22021 invalid byte sequence, 22P05 untranslatable character). The statement wrote
+ * nothing (and a surrounding transaction rolls back), so this is a plain bad input.
+ */
+const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
+
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (NUL_IN_TEXT_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) {
+    return badRequest('text values must not contain the NUL character (U+0000)');
+  }
   // Koa / raw-body style errors carry `status` and `expose`.
   const e = error as { status?: number; expose?: boolean; message?: string; type?: string };
   if (e && typeof e.status === 'number' && e.status >= 400 && e.status < 500 && e.expose) {

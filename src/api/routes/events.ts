@@ -67,7 +67,8 @@ export function eventsRouter(deps: Deps): Router<AppState, AppContext> {
     let after: { at: string; seq: string } | undefined;
     if (query.page !== undefined) {
       const cursor = decodeCursor(query.page, list);
-      if (!cursor) throw badRequest('page: not a cursor returned by this listing (same session and order)', 'page');
+      // The key is the event's sequence number (a bigint in the query).
+      if (!cursor || !/^[0-9]{1,18}$/.test(cursor.key)) throw badRequest('page: not a cursor returned by this listing (same session and order)', 'page');
       after = { at: cursor.at, seq: cursor.key };
     } else if (query.after_id !== undefined) {
       after = await findEventPosition(deps.db, session.id, query.after_id);

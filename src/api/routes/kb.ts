@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { errors } from '@elastic/elasticsearch';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
 import type { Principal } from '../../auth/principal';
@@ -54,11 +55,27 @@ const encodeCursor = (position: CollectionPosition) => Buffer.from(JSON.stringif
 function decodeCursor(cursor: string): CollectionPosition {
   try {
     const [createdAtMicros, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    if (typeof createdAtMicros !== 'string' || !/^-?[0-9]{1,19}$/.test(createdAtMicros) || typeof id !== 'string') throw new Error('bad cursor');
+    if (typeof createdAtMicros !== 'string' || !/^-?[0-9]{1,16}$/.test(createdAtMicros) || typeof id !== 'string') throw new Error('bad cursor');
     return { createdAtMicros, id };
   } catch {
     throw badRequest('after: not a cursor returned by this endpoint', 'after');
   }
+}
+
+/**
+ * Elasticsearch refused a search because its aggregations would create more buckets than
+ * search.max_buckets allows: the caller's interval is too fine for the data, so no retry
+ * helps. Read from the structured error body (the exception type), never from its text.
+ */
+function tooManyBuckets(error: unknown): boolean {
+  const response = error instanceof SearchUnavailableError ? error.cause : error;
+  if (!(response instanceof errors.ResponseError)) return false;
+  const isTooMany = (cause: unknown, depth = 0): boolean => {
+    if (!cause || typeof cause !== 'object' || depth > 8) return false;
+    const { type, caused_by, root_cause } = cause as { type?: unknown; caused_by?: unknown; root_cause?: unknown };
+    return type === 'too_many_buckets_exception' || isTooMany(caused_by, depth + 1) || (Array.isArray(root_cause) && root_cause.some((c) => isTooMany(c, depth + 1)));
+  };
+  return isTooMany((response.body as { error?: unknown } | undefined)?.error);
 }
 
 /** The collection named in the path, if the caller may see it; otherwise the same 404 as an absent one. */
@@ -97,6 +114,9 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
     try {
       await next();
     } catch (error) {
+      if (tooManyBuckets(error)) {
+        throw badRequest('aggregations: a date_histogram interval creates too many buckets for the matching documents; use a wider interval or narrow the created_at/modified_at filters', 'aggregations');
+      }
       if (error instanceof SearchUnavailableError) {
         // Never the client error object itself: its meta carries the request body (document text).
         const cause = error.cause as { name?: string; message?: string; meta?: { statusCode?: number } } | undefined;

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
 import type { Deps } from '../../deps';
 import { hashSecret } from '../../auth/api-keys';
 import { resolveCredential } from '../../auth/middleware';
@@ -195,23 +196,33 @@ async function authenticateClient(deps: Deps, header: string, params: URLSearchP
     if (params.has('client_secret')) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two');
     const decoded = Buffer.from(basic, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
-    if (colon < 0) throw invalidClient(true);
-    clientId = decodeURIComponent(decoded.slice(0, colon));
-    secret = decodeURIComponent(decoded.slice(colon + 1));
+    if (colon < 0) throw invalidClient();
+    try {
+      clientId = decodeURIComponent(decoded.slice(0, colon));
+      secret = decodeURIComponent(decoded.slice(colon + 1));
+    } catch {
+      throw invalidClient(); // malformed percent-encoding (RFC 6749 §2.3.1)
+    }
     method = 'client_secret_basic';
   } else {
     clientId = params.get('client_id') ?? undefined;
     secret = params.get('client_secret') ?? undefined;
     method = 'client_secret_post';
-    if (!clientId || !secret) throw invalidClient(false);
+    if (!clientId || !secret) throw invalidClient();
   }
-  const client = await findOAuthClient(deps.db, clientId);
+  const id = ClientIdSchema.safeParse(clientId);
+  if (!id.success) throw invalidClient();
+  const client = await findOAuthClient(deps.db, id.data);
   const matches = client && timingSafeEqual(client.client_secret_hash, hashSecret(secret));
-  if (!client || !matches || client.metadata.token_endpoint_auth_method !== method) throw invalidClient(method === 'client_secret_basic');
+  if (!client || !matches || client.metadata.token_endpoint_auth_method !== method) throw invalidClient();
   return client;
 }
 
-const invalidClient = (basic: boolean) =>
-  new OAuthError(401, 'invalid_client', 'client authentication failed', basic ? { 'WWW-Authenticate': 'Basic realm="gateway"' } : {});
+/** Client ids are ours (`client_` + base62); anything else cannot name a client. */
+const ClientIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
+
+/** A 401 always carries its challenge (RFC 7235 §3.1), whichever method the client tried. */
+const invalidClient = () =>
+  new OAuthError(401, 'invalid_client', 'client authentication failed', { 'WWW-Authenticate': 'Basic realm="gateway"' });
 
 const withoutUndefined = (value: Record<string, unknown>) => Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
