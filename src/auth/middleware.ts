@@ -123,7 +123,7 @@ export function authenticate(deps: Deps, requirement: AuthRequirement = {}): Mid
     const principal = await resolveCredential(deps, token);
     const kind = credentialKind(token, principal);
     if (!accept.includes(kind)) {
-      throw forbidden(`this endpoint does not accept a ${KIND_LABEL[kind] ?? kind}`);
+      throw forbidden(`this endpoint does not accept credentials of this kind (${KIND_LABEL[kind] ?? kind})`);
     }
     if (requirement.scope) {
       const access = requirement.access ?? (ctx.method === 'GET' || ctx.method === 'HEAD' ? 'read' : 'write');

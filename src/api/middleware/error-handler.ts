@@ -24,6 +24,18 @@ const NATIVE_TYPES: Record<number, string> = {
  */
 const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
 
+/**
+ * What an unexpected error may put in a log line: its type, message and stack. Client
+ * errors of our dependencies carry the request they made (an Elasticsearch error's
+ * `meta` holds the document or query text; a pg error the statement's parameters), so
+ * their other properties are left out.
+ */
+export function loggableError(error: unknown): { type: string; message: string; stack?: string; code?: string } {
+  if (!(error instanceof Error)) return { type: typeof error, message: String(error) };
+  const code = (error as { code?: unknown }).code;
+  return { type: error.name, message: error.message, stack: error.stack, ...(typeof code === 'string' ? { code } : {}) };
+}
+
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (NUL_IN_TEXT_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) {
@@ -56,7 +68,7 @@ export function errorHandler(): Middleware {
     } catch (thrown) {
       const error = toApiError(thrown);
       if (error.status >= 500 && !(thrown instanceof ApiError)) {
-        ctx.state.log.error({ err: thrown }, 'unhandled error');
+        ctx.state.log.error({ err: loggableError(thrown) }, 'unhandled error');
       }
       if (ctx.headerSent || !ctx.writable) return; // a stream already began; its own protocol reported the failure
       renderError(ctx, error);
