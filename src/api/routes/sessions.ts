@@ -15,7 +15,7 @@ import { badRequest, conflict, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
-import { parseInput } from '../validate';
+import { parseInput, idParam, ResourceIdSchema } from '../validate';
 import { loadAccessibleSession } from './session-access';
 
 /**
@@ -25,6 +25,7 @@ import { loadAccessibleSession } from './session-access';
  */
 export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
+  router.param('session', idParam(ResourceIdSchema, 'session'));
   const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions' })];
   const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
 
