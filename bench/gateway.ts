@@ -26,48 +26,18 @@
  *
  * Postgres must be up (npm run services). Goal: added p50 <= 1 ms and p99 <= 5 ms at 500 requests/s.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { createPool } from '../src/store/db';
-import { migrate } from '../src/store/migrate';
-import { createAccount, createProject } from '../src/store/accounts';
-import { issueApiKey } from '../src/auth/provisioning';
-import { grantCredits, NANO_PER_CREDIT } from '../src/billing/credits';
+import { benchTenant, freePort, ROOT, startProcess, waitFor } from './support';
 
 const RPS = Number(process.env.BENCH_RPS ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
-const ROOT = path.resolve(__dirname, '..');
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const port = (server.address() as { port: number }).port;
-      server.close(() => resolve(port));
-    });
-  });
-
-function startProcess(script: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
-  return child;
-}
-
-async function waitFor(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
 
 const peakRssMb = (pid: number): number => {
   const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -165,13 +135,8 @@ const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice
 
 async function main() {
   const config = loadConfig();
-  const db = createPool(config.DATABASE_URL, 2);
-  await migrate(db);
-  const account = await createAccount(db, 'bench');
-  const project = await createProject(db, account.id, 'bench');
-  await grantCredits(db, project.id, 1_000_000n * NANO_PER_CREDIT, 'bench');
-  const key = (await issueApiKey(db, { projectId: project.id, preset: 'all' })).key;
-  await db.end();
+  const { projectId, key } = await benchTenant(config, 'bench');
+  const project = { id: projectId };
 
   const [simPort, apiPort] = [await freePort(), await freePort()];
   const simulator = startProcess('src/bin/simulator.ts', { SIMULATOR_PORT: String(simPort), LOG_LEVEL: 'warn' });

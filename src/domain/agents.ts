@@ -83,11 +83,8 @@ export function applyMetadataPatch(current: Record<string, string>, patch: Recor
 const notNull = <T extends z.ZodType>(schema: T, field: string) =>
   schema.nullable().optional().refine((v) => v !== null, `${field} cannot be cleared`);
 
-export const AgentCreateSchema = z.strictObject({
-  type: z.literal('agent').optional(),
-  project_id: projectId,
-  name,
-  model,
+/** Fields optional on create and clearable with null on PATCH (the PATCH rules refine empty values). */
+const OPTIONAL_FIELDS = {
   description: description.nullish(),
   system_prompt: systemPrompt.nullish(),
   temperature: temperature.nullish(),
@@ -98,6 +95,14 @@ export const AgentCreateSchema = z.strictObject({
   mcp_servers: mcpServers.nullish(),
   tools: tools.nullish(),
   skills: skills.nullish(),
+};
+
+export const AgentCreateSchema = z.strictObject({
+  type: z.literal('agent').optional(),
+  project_id: projectId,
+  name,
+  model,
+  ...OPTIONAL_FIELDS,
   metadata: metadataMap(RESERVED_METADATA_KEYS).optional(),
 });
 export type AgentCreate = z.infer<typeof AgentCreateSchema>;
@@ -108,16 +113,7 @@ export const AgentPatchSchema = z.strictObject({
   project_id: notNull(projectId, 'project_id'),
   name: notNull(name, 'name'),
   model: notNull(model, 'model'),
-  description: description.nullish(),
-  system_prompt: systemPrompt.nullish(),
-  temperature: temperature.nullish(),
-  max_tokens: maxTokens.nullish(),
-  reasoning_effort: reasoningEffort.nullish(),
-  scopes: scopes.nullish(),
-  settings: settings.nullish(),
-  mcp_servers: mcpServers.nullish(),
-  tools: tools.nullish(),
-  skills: skills.nullish(),
+  ...OPTIONAL_FIELDS,
   metadata: metadataPatchSchema(RESERVED_METADATA_KEYS).optional(),
 });
 export type AgentPatch = z.infer<typeof AgentPatchSchema>;
