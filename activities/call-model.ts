@@ -16,7 +16,7 @@ import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry }
 import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction, type Queryable } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
-import { buildConversation, loadRunContext, type RunContext } from './run-context';
+import { buildConversation, loadRunContext, type Conversation, type RunContext } from './run-context';
 
 /** Output tokens reserved when deciding whether a prompt fits the context window. */
 const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens);
@@ -47,8 +47,7 @@ export function toRunFailure(error: unknown): Error {
   return ApplicationFailure.create({ type: 'internal_error', message: 'internal error', nonRetryable: true, cause: error as Error });
 }
 
-export function runRequest(context: RunContext, model: ModelRecord): UnifiedRequest {
-  const conversation = buildConversation(context);
+export function runRequest(context: RunContext, model: ModelRecord, conversation: Conversation = buildConversation(context)): UnifiedRequest {
   const kbEnabled = context.agent.settings?.disable_kb_rag !== true;
   const tools = modelTools(context.agent.tools ?? [], conversation.loadedTools, { kbEnabled });
   return {
@@ -104,9 +103,10 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const model = findModel(context.agent.model);
       if (!model) throw ApplicationFailure.create({ type: 'internal_error', message: `unknown model ${context.agent.model}`, nonRetryable: true });
       const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
-      if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, context);
+      const conversation = buildConversation(context);
+      if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
 
-      const request = runRequest(context, model);
+      const request = runRequest(context, model, conversation);
       if (estimateRequestTokens(request) + outputReserve(model, context.agent.max_tokens) > model.context_window) {
         return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
       }
@@ -175,7 +175,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         });
         await appendEvents(client, input.sessionId, events);
       });
-      return classify(context.agent.tools ?? [], turn.toolCalls, stop, usage, totalTokens, context);
+      return classify(context.agent.tools ?? [], turn.toolCalls, stop, usage, totalTokens, conversation.loadedTools);
     },
   };
 }
@@ -187,9 +187,8 @@ function classify(
   stop: TurnOutcome['stop'],
   usage: RunUsage,
   contextTokens: number,
-  context: RunContext,
+  loaded: Set<string>,
 ): TurnOutcome {
-  const loaded = buildConversation(context).loadedTools;
   const serverToolCalls: TurnOutcome['serverToolCalls'] = [];
   const clientToolCalls: TurnOutcome['clientToolCalls'] = [];
   for (const call of calls) {

@@ -40,6 +40,15 @@ function bearerFrom(header: string): string | undefined {
   return match?.[1];
 }
 
+/** A site's credential (service token or OAuth access token): the site's account and client. */
+const sitePrincipal = (record: { id: string; account_id: string; client_id: string }): Principal => ({
+  method: 'service_token',
+  actorType: 'service',
+  accountId: record.account_id,
+  clientId: record.client_id,
+  keyId: record.id,
+});
+
 /** Resolves a presented credential to a principal, or throws 401 `invalid_token`. */
 export async function resolveCredential(deps: Deps, token: string): Promise<Principal> {
   if (token.startsWith(API_KEY_PREFIX)) {
@@ -64,14 +73,14 @@ export async function resolveCredential(deps: Deps, token: string): Promise<Prin
   if (token.startsWith(SERVICE_TOKEN_PREFIX)) {
     const record = /^sst_[A-Za-z0-9_-]{43}$/.test(token) ? await findServiceTokenByHash(deps.db, hashSecret(token)) : undefined;
     if (!record || record.revoked_at) throw invalidToken();
-    return { method: 'service_token', actorType: 'service', accountId: record.account_id, clientId: record.client_id, keyId: record.id };
+    return sitePrincipal(record);
   }
   if (token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) {
     // A site client's OAuth token speaks for the site like a service token does (and is
     // recorded as such in usage), but routes must opt in to the `oauth` kind.
     const record = ACCESS_TOKEN_PATTERN.test(token) ? await findOAuthAccessTokenByHash(deps.db, hashSecret(token)) : undefined;
     if (!record || record.revoked_at || record.expires_at.getTime() <= Date.now()) throw invalidToken();
-    return { method: 'service_token', actorType: 'service', accountId: record.account_id, clientId: record.client_id, keyId: record.id };
+    return sitePrincipal(record);
   }
   const algorithm = jwtAlgorithm(token);
   if (algorithm === 'HS256') {

@@ -131,13 +131,11 @@ export async function saveRunState(client: Queryable, id: string, state: RunStat
 
 /**
  * The per-site switch "asynchronous execution enabled" (sites.async_execution_enabled,
- * default true). Sessions created without a site, sites unknown by client id, and a
- * database without the sites table yet all count as enabled.
+ * default true). Sessions created without a site and sites unknown by client id count
+ * as enabled.
  */
 export async function isAsyncExecutionEnabled(db: Queryable, clientId: string | null): Promise<boolean> {
   if (!clientId) return true;
-  const { rows: present } = await db.query<{ present: boolean }>(`SELECT to_regclass('sites') IS NOT NULL AS present`);
-  if (!present[0]?.present) return true;
   const { rows } = await db.query<{ enabled: boolean }>('SELECT async_execution_enabled AS enabled FROM sites WHERE client_id = $1', [clientId]);
   return rows[0]?.enabled ?? true;
 }

@@ -8,16 +8,13 @@ import { signalSession, type SessionRef } from './session-signals';
  * lost and never runs twice.
  */
 export async function reconcileOnce(deps: Deps, olderThanMs = 2000): Promise<number> {
-  const sitesTable = (await deps.db.query<{ t: string | null }>("SELECT to_regclass('public.sites')::text AS t")).rows[0]?.t;
-  const asyncDisabled = sitesTable
-    ? `AND NOT EXISTS (SELECT 1 FROM sites WHERE sites.client_id = s.client_id AND sites.async_execution_enabled = false)`
-    : '';
   const { rows } = await deps.db.query<SessionRef>(
     `SELECT s.id, s.project_id, s.agent_id, s.title
        FROM session_events e JOIN sessions s ON s.id = e.session_id
       WHERE e.processed_at IS NULL AND e.type IN ('user.message', 'user.tool_result')
         AND e.created_at < now() - ($1 || ' milliseconds')::interval
-        AND s.deleted_at IS NULL ${asyncDisabled}
+        AND s.deleted_at IS NULL
+        AND NOT EXISTS (SELECT 1 FROM sites WHERE sites.client_id = s.client_id AND sites.async_execution_enabled = false)
         -- a pause still waiting for some of its results has nothing to run yet
         AND s.pending_tool_use_ids = '[]'::jsonb
       GROUP BY s.id
