@@ -111,11 +111,17 @@ start_temporal() {
   build_temporal
   if temporal_healthy; then say "temporal already running on 127.0.0.1:$TEMPORAL_PORT"; return; fi
   say "starting the Temporal dev server on 127.0.0.1:$TEMPORAL_PORT (UI http://127.0.0.1:$TEMPORAL_UI_PORT)"
+  # Latency settings, measured with `npm run bench:runs` (README, Benchmarks):
+  # - system.enableActivityEagerExecution: an activity the workflow schedules is handed to the
+  #   completing worker in the same round trip instead of through matching (~45 ms each before).
+  # - history.{transfer,timer}ProcessorMaxPollRPS: the dev server has one history shard, whose
+  #   task queues are read at most 20 times a second by default: ~30 ms before every workflow task.
   nohup "$TEMPORAL_BIN" server start-dev --ip 127.0.0.1 --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT" \
     --db-filename "$DATA/temporal.db" --log-level warn \
     --sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal \
     --search-attribute ProjectId=Keyword --search-attribute AgentId=Keyword --search-attribute SessionStatus=Keyword \
-    --dynamic-config-value frontend.workerHeartbeatsEnabled=false \
+    --dynamic-config-value frontend.workerHeartbeatsEnabled=false --dynamic-config-value system.enableActivityEagerExecution=true \
+    --dynamic-config-value history.transferProcessorMaxPollRPS=2000 --dynamic-config-value history.timerProcessorMaxPollRPS=2000 \
     --dynamic-config-value matching.numTaskqueueReadPartitions=1 --dynamic-config-value matching.numTaskqueueWritePartitions=1 \
     >"$LOGS/temporal.log" 2>&1 &
   echo $! >"$DATA/temporal.pid"
