@@ -31,7 +31,7 @@ import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { benchTenant, freePort, ROOT, startProcess, waitFor } from './support';
+import { benchTenant, freePort, processCpuMs, ROOT, startProcess, waitFor } from './support';
 
 const RPS = Number(process.env.BENCH_RPS ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -54,11 +54,6 @@ interface Series {
   errors: number;
 }
 
-/** utime + stime of a process, in milliseconds. */
-const processCpuMs = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
-};
 
 /** One POST over a keep-alive agent; resolves with total latency, or time to the first body byte when streaming. */
 function timed(agent: Agent, url: URL, body: string, headers: Record<string, string>, streaming: boolean): Promise<number> {

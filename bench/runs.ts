@@ -15,10 +15,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { benchTenant, freePort, ROOT, startProcess, waitFor } from './support';
+import { benchTenant, freePort, pidsOfUser, processCpuMs, ROOT, startProcess, waitFor } from './support';
 
 const RUNS_PER_SESSION = Number(process.env.BENCH_RUNS_PER_SESSION ?? 5);
 const ONE_TURN = ['user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle'];
@@ -166,6 +166,7 @@ async function main() {
       // The first run of a session starts its workflow: warm every session up, unmeasured.
       await Promise.all(sessions.map((id) => timedRun(id, 0, 'warm up')));
       const latencies: number[] = [];
+      const cpuBefore = cpuByProcess();
       let started = performance.now();
       await Promise.all(
         sessions.map(async (id) => {
@@ -173,14 +174,27 @@ async function main() {
         }),
       );
       const runs = summary(latencies, performance.now() - started);
+      const cpuAfter = cpuByProcess();
+      const cpu_ms_per_run = Object.fromEntries(Object.entries(cpuAfter).map(([name, ms]) => [name, round((ms - cpuBefore[name as keyof typeof cpuBefore]) / latencies.length)]));
       const bare: number[] = [];
       started = performance.now();
       await Promise.all(sessions.map(async (id) => {
         for (let i = 1; i <= RUNS_PER_SESSION; i++) bare.push(await bareCall(`run ${i} of ${id}`));
       }));
       const simulator = summary(bare, performance.now() - started);
-      return { concurrency, runs, simulator, overhead_p50_ms: round(runs.p50 - simulator.p50), sessions };
+      return { concurrency, runs, simulator, overhead_p50_ms: round(runs.p50 - simulator.p50), cpu_ms_per_run, sessions };
     }
+
+    /**
+     * CPU time (user + system) of each process a run passes through, so a reader can tell
+     * waiting from work: on a 2-core machine, runs/s can never exceed 2000 / (total CPU ms per run).
+     */
+    const temporalPid = Number(readFileSync(path.join(process.env.AGENT_GATEWAY_DATA ?? path.join(ROOT, '.data'), 'temporal.pid'), 'utf8'));
+    const cpuByProcess = () => {
+      const postgres = pidsOfUser('postgres').reduce((sum, pid) => sum + processCpuMs(pid), 0);
+      const parts = { api: processCpuMs(api.pid!), worker: processCpuMs(worker.pid!), temporal: processCpuMs(temporalPid), postgres, simulator: processCpuMs(simulator.pid!) };
+      return { ...parts, total: Object.values(parts).reduce((a, b) => a + b, 0) };
+    };
 
     const phases = [];
     for (const concurrency of (process.env.BENCH_CONCURRENCY ?? "1,10,100").split(",").map(Number)) {
@@ -237,6 +251,8 @@ async function main() {
         ]),
       ),
     );
+    console.log('CPU milliseconds per run, by process (postgres: all its backends):');
+    console.table(Object.fromEntries(result.one_turn.map((p) => [`${p.concurrency} sessions`, p.cpu_ms_per_run])));
     console.log(`tool-using run (${turnsPerRun} model turns, ${toolResultsPerRun} echo tool activities), 1 session:`);
     console.table({ run: toolRuns, 'bare simulator (5 calls, estimated as 5x one)': result.tool_run.simulator_five_calls });
     console.log(

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import type { Config } from '../src/config';
@@ -50,4 +51,29 @@ export async function benchTenant(config: Config, name: string): Promise<{ proje
   } finally {
     await db.end();
   }
+}
+
+/** utime + stime of a process, in milliseconds (0 once it is gone). */
+export const processCpuMs = (pid: number): number => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
+};
+
+/** Pids of every process a user runs (Postgres forks a backend per connection). */
+export function pidsOfUser(user: string): number[] {
+  const uid = Number(readFileSync('/etc/passwd', 'utf8').split('\n').find((line) => line.startsWith(`${user}:`))?.split(':')[2] ?? NaN);
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return statSync(`/proc/${pid}`).uid === uid;
+      } catch {
+        return false;
+      }
+    });
 }

@@ -66,7 +66,7 @@ export class InvalidUpstreamResponseError extends ProviderError {}
 export const isRetryableStatus = (status: number): boolean => status === 408 || status === 409 || status === 429 || status >= 500;
 
 /** `Retry-After` (seconds or HTTP date) or `retry-after-ms`, as milliseconds. */
-export function parseRetryAfter(headers: Headers, now = Date.now()): number | undefined {
+export function parseRetryAfter(headers: { get(name: string): string | null }, now = Date.now()): number | undefined {
   const ms = headers.get('retry-after-ms');
   if (ms && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
   const value = headers.get('retry-after');

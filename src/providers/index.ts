@@ -76,8 +76,8 @@ export function resolveBaseUrl(config: Config, provider: ProviderName): string {
   return PUBLIC_BASE_URLS[provider];
 }
 
-export function createProviderRegistry(config: Config, options: { fetch?: typeof fetch } = {}): ProviderRegistry {
-  const common = { timeoutMs: config.UPSTREAM_TIMEOUT_MS, fetch: options.fetch };
+export function createProviderRegistry(config: Config): ProviderRegistry {
+  const common = { timeoutMs: config.UPSTREAM_TIMEOUT_MS };
   const baseUrls: Record<ProviderName, string> = {
     openai: resolveBaseUrl(config, 'openai'),
     anthropic: resolveBaseUrl(config, 'anthropic'),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { httpErrorFor, InvalidUpstreamResponseError, parseRetryAfter, ProviderError } from '../errors';
-import { joinUrl, postJson, transportFailure, type TransportSettings } from '../http';
+import { InvalidUpstreamResponseError } from '../errors';
+import { joinUrl, post, postJson, readBytes, transportFailure, type TransportSettings } from '../http';
 import type { MediaModelRecord } from '../catalog';
 import type { CallOptions } from '../types';
 import { authorizationHeaders, type OpenAIMediaSettings } from './images';
@@ -35,53 +35,21 @@ export interface SpeechAudio {
   contentType: string;
 }
 
-/**
- * A multipart POST with the same contract as `postJson`: the timeout covers the wait for
- * the response head, the caller's signal aborts at any time, non-2xx answers become typed
- * errors keeping status and body. The whole (small, JSON) answer is read here.
- */
+/** A multipart POST through the common transport; the whole (small, JSON) answer is read here. */
 async function postMultipart(settings: TransportSettings, url: string, form: FormData, model: string, headers: Record<string, string>, signal?: AbortSignal): Promise<unknown> {
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(signal?.reason);
-  if (signal?.aborted) onAbort();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort(new Error('upstream timeout'));
-  }, settings.timeoutMs);
+  const response = await post(settings, url, form, { model, headers, signal, isContextOverflow: () => false });
+  let text: string;
   try {
-    let response: Response;
-    try {
-      response = await (settings.fetch ?? fetch)(url, { method: 'POST', headers, body: form, signal: controller.signal });
-    } finally {
-      clearTimeout(timer);
-    }
-    const text = await response.text();
-    if (!response.ok) {
-      throw httpErrorFor(
-        {
-          provider: settings.provider,
-          model,
-          status: response.status,
-          body: text,
-          contentType: response.headers.get('content-type') ?? 'application/json',
-          retryAfterMs: parseRetryAfter(response.headers),
-          upstreamRequestId: response.headers.get('x-request-id') ?? undefined,
-        },
-        false,
-      );
-    }
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new InvalidUpstreamResponseError('openai answered with invalid JSON', { provider: settings.provider, model, retryable: false });
-    }
+    text = await response.body.text();
   } catch (error) {
-    if (error instanceof ProviderError) throw error;
-    throw transportFailure(settings.provider, model, error, timedOut, signal);
+    throw transportFailure(settings.provider, model, error, false, signal);
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    response.detach();
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new InvalidUpstreamResponseError('openai answered with invalid JSON', { provider: settings.provider, model, retryable: false });
   }
 }
 
@@ -97,14 +65,7 @@ export function createOpenAIAudioClient(settings: OpenAIMediaSettings) {
         signal: options.signal,
         isContextOverflow: () => false,
       });
-      let audio: Buffer;
-      try {
-        audio = Buffer.from(await response.arrayBuffer());
-      } catch (error) {
-        throw transportFailure('openai', model.id, error, false, options.signal);
-      } finally {
-        (response as Response & { detach?: () => void }).detach?.();
-      }
+      const audio = await readBytes(response, 'openai', model.id, options.signal);
       return { audio, contentType: response.headers.get('content-type') ?? 'application/octet-stream' };
     },
 
