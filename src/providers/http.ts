@@ -127,11 +127,24 @@ export async function readBytes(response: UpstreamResponse, provider: ProviderNa
 
 /** The response body as an async iterable of byte chunks; releases the abort listener at the end. */
 export async function* bodyChunks(response: UpstreamResponse): AsyncGenerator<Uint8Array> {
+  const body = response.body;
   try {
-    for await (const chunk of response.body) yield chunk as Uint8Array;
+    // Stream parsers stop at the protocol's last event ([DONE], message_stop), which leaves
+    // at most the transfer's terminator unread. Destroying the body then would cost an
+    // error with a stack trace per call and the keep-alive connection: drain it instead.
+    for await (const chunk of body.iterator({ destroyOnReturn: false })) yield chunk as Uint8Array;
   } finally {
     response.detach();
+    if (!body.readableEnded && !body.destroyed) drain(body);
   }
+}
+
+/** Reads an abandoned body to its end so its connection is reused; gives up after 5 s. */
+function drain(body: UpstreamResponse['body']): void {
+  const timer = setTimeout(() => body.destroy(), 5_000).unref();
+  body.once('close', () => clearTimeout(timer));
+  body.on('error', () => undefined);
+  body.resume();
 }
 
 /** Joins a base URL and a path without doubling or dropping slashes. */

@@ -1,3 +1,4 @@
+import { setBalanceNano } from '../../support/credits';
 import { json } from '../../support/factories';
 import type { GatewayEnv } from '../gateway/gateway-env';
 
@@ -17,7 +18,7 @@ export const simRequestsTo = (env: GatewayEnv, suffix: string, since = 0) => env
 
 /** Sets the project's balance to zero for `run`, then restores it. */
 export async function withEmptyBalance(env: GatewayEnv, run: () => Promise<void>): Promise<void> {
-  await env.api.deps.db.query('UPDATE project_credits SET balance_nano = 0 WHERE project_id = $1', [env.tenant.projectId]);
+  await setBalanceNano(env.api.deps.db, env.tenant.projectId, 0n, [env.api.deps]);
   try {
     await run();
   } finally {

@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { startGatewayEnv, usageRowFor, sleep, type GatewayEnv } from './gateway-env';
 import { json } from '../../support/factories';
+import { setBalanceNano } from '../../support/credits';
 
 let env: GatewayEnv;
 let client: OpenAI;
@@ -102,7 +103,7 @@ describe('metering', () => {
   });
 
   test('an exhausted balance is refused before any upstream call (402, not 429)', async () => {
-    await env.api.deps.db.query('UPDATE project_credits SET balance_nano = 0 WHERE project_id = $1', [env.tenant.projectId]);
+    await setBalanceNano(env.api.deps.db, env.tenant.projectId, 0n, [env.api.deps]);
     const before = env.sim.requests.length;
     try {
       const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }] });

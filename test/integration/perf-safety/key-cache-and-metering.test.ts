@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { Pool } from 'pg';
 import { startApi, type TestApi } from '../../support/harness';
 import { bearer, createKey, createTenant, json } from '../../support/factories';
+import { setBalanceNano } from '../../support/credits';
 import { startGatewayEnv, type GatewayEnv } from '../gateway/gateway-env';
 
 /**
@@ -58,7 +59,7 @@ test('a balance exhausted by another writer is refused on the next request; a gr
     expect((await chat(second.url, tenant.key)).status).toBe(200);
   }
   // Another writer (an agent run's debit, another instance) drives the balance to zero.
-  await env.api.deps.db.query('UPDATE project_credits SET balance_nano = 0 WHERE project_id = $1', [tenant.projectId]);
+  await setBalanceNano(env.api.deps.db, tenant.projectId, 0n, [env.api.deps, second.deps]);
   const refused = await chat(second.url, tenant.key);
   expect(refused.status).toBe(402);
   expect((await json(refused)).error.type).toBe('insufficient_credits');
