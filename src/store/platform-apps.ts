@@ -82,20 +82,20 @@ export async function findEnvironment(db: Queryable, appId: string, envId: strin
   return rows[0] ? envOut(rows[0]) : undefined;
 }
 /** Omitted fields are kept; `branch: null` clears; `variables` replaces the whole map. */
-export async function patchEnvironment(db: Queryable, envId: string, patch: { branch?: string | null; variables?: Record<string, string> }): Promise<PlatformEnvironment> {
+export async function patchEnvironment(db: Queryable, envId: string, patch: { branch?: string | null; variables?: Record<string, string> }): Promise<PlatformEnvironment | undefined> {
   const { rows } = await db.query(
     `UPDATE platform_environments SET branch = CASE WHEN $2 THEN $3 ELSE branch END, variables = COALESCE($4, variables), updated_at = now()
       WHERE id = $1 RETURNING *`,
     [envId, patch.branch !== undefined, patch.branch ?? null, patch.variables ? JSON.stringify(patch.variables) : null],
   );
-  return envOut(rows[0]);
+  return rows[0] ? envOut(rows[0]) : undefined; // deleted meanwhile
 }
 export async function deleteEnvironment(db: Queryable, envId: string): Promise<void> {
   await db.query('DELETE FROM platform_environments WHERE id = $1', [envId]);
 }
-export async function clearEnvironmentCache(db: Queryable, envId: string): Promise<PlatformEnvironment> {
+export async function clearEnvironmentCache(db: Queryable, envId: string): Promise<PlatformEnvironment | undefined> {
   const { rows } = await db.query('UPDATE platform_environments SET cache_cleared_at = now(), updated_at = now() WHERE id = $1 RETURNING *', [envId]);
-  return envOut(rows[0]);
+  return rows[0] ? envOut(rows[0]) : undefined; // deleted meanwhile
 }
 
 // ---- uploads and builds
@@ -154,10 +154,10 @@ export async function markPrimaryDomain(db: Queryable, envId: string, domain: st
   await db.query('UPDATE platform_domain_mappings SET is_primary = false WHERE environment_id = $1 AND is_primary AND domain <> $2', [envId, domain]);
   await db.query('UPDATE platform_domain_mappings SET is_primary = true WHERE environment_id = $1 AND domain = $2', [envId, domain]);
 }
-export async function setDomainVerification(db: Queryable, envId: string, domain: string, status: 'pending' | 'verified' | 'failed'): Promise<PlatformDomainMapping> {
+export async function setDomainVerification(db: Queryable, envId: string, domain: string, status: 'pending' | 'verified' | 'failed'): Promise<PlatformDomainMapping | undefined> {
   const { rows } = await db.query(
     'UPDATE platform_domain_mappings SET verification_status = $3, checked_at = now() WHERE environment_id = $1 AND domain = $2 RETURNING *',
     [envId, domain, status],
   );
-  return mappingOut(rows[0]);
+  return rows[0] ? mappingOut(rows[0]) : undefined; // deleted meanwhile
 }

@@ -170,10 +170,14 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
 
   router.delete('/:collectionId', ...write, async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
-    // The row goes first: from then on no request can reach the documents being removed.
-    if (!(await deleteCollection(deps.db, collection.project_id, collection.id))) throw notFound('collection');
+    // Documents first, while the row still exists: if Elasticsearch fails midway the
+    // collection is still there to be deleted again, so no document is ever orphaned. Once
+    // the row is gone no request can reach the collection; a last sweep removes whatever a
+    // bulk request that was already past its existence check indexed meanwhile.
     const context = await kbContext(deps);
-    const documents = await deleteCollectionDocuments(deps.search, context, collection.id);
+    let documents = await deleteCollectionDocuments(deps.search, context, collection.id);
+    if (!(await deleteCollection(deps.db, collection.project_id, collection.id))) throw notFound('collection');
+    documents += await deleteCollectionDocuments(deps.search, context, collection.id);
     ctx.body = { id: collection.id, type: 'kb_collection', deleted: true, deleted_documents: documents };
   });
 

@@ -89,13 +89,13 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
   });
 
   router.post('/oauth/token', rateLimit(deps), oauthErrors(), async (ctx) => {
-    const params = await readTokenRequest(ctx);
+    const params = parseTokenRequest(await readTokenRequest(ctx));
     const client = await authenticateClient(deps, ctx.get('authorization'), params);
-    const grantType = params.get('grant_type');
+    const grantType = params.grant_type;
     if (!grantType) throw new OAuthError(400, 'invalid_request', 'grant_type is required');
     if (grantType !== 'client_credentials') throw new OAuthError(400, 'unsupported_grant_type', `unsupported grant_type '${grantType}' (supported: client_credentials)`);
     const registered = String(client.metadata.scope ?? '').split(' ').filter(Boolean);
-    const requested = parseScope(params.get('scope') ?? undefined) ?? registered;
+    const requested = parseScope(params.scope) ?? registered;
     const beyond = requested.filter((s) => !registered.includes(s));
     if (beyond.length > 0) throw new OAuthError(400, 'invalid_scope', `scope not registered for this client: ${beyond.join(' ')}`);
 
@@ -186,14 +186,34 @@ async function readTokenRequest(ctx: AppContext): Promise<URLSearchParams> {
   throw new OAuthError(400, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded');
 }
 
+/** RFC 6749 §4.4.2 token request parameters; unknown ones are ignored (§3.2). */
+const TokenRequestSchema = z.object({
+  grant_type: z.string().min(1).max(64).optional(),
+  scope: z.string().max(2048).optional(),
+  client_id: z.string().max(256).optional(),
+  client_secret: z.string().max(512).optional(),
+});
+type TokenRequest = z.infer<typeof TokenRequestSchema>;
+
+function parseTokenRequest(params: URLSearchParams): TokenRequest {
+  const repeated = [...new Set(params.keys())].find((key) => params.getAll(key).length > 1);
+  if (repeated) throw new OAuthError(400, 'invalid_request', `parameter '${repeated}' must not be repeated`); // RFC 6749 §3.2
+  const parsed = TokenRequestSchema.safeParse(Object.fromEntries(params));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new OAuthError(400, 'invalid_request', `${issue.path.join('.') || 'body'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
 /** client_secret_basic (Authorization: Basic) or client_secret_post (body), never both (RFC 6749 §2.3.1). */
-async function authenticateClient(deps: Deps, header: string, params: URLSearchParams): Promise<OAuthClientRow> {
+async function authenticateClient(deps: Deps, header: string, params: TokenRequest): Promise<OAuthClientRow> {
   const basic = /^Basic[ ]+(\S+)\s*$/i.exec(header)?.[1];
   let clientId: string | undefined;
   let secret: string | undefined;
   let method: 'client_secret_basic' | 'client_secret_post';
   if (basic) {
-    if (params.has('client_secret')) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two');
+    if (params.client_secret !== undefined) throw new OAuthError(400, 'invalid_request', 'use one client authentication method, not two');
     const decoded = Buffer.from(basic, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw invalidClient();
@@ -205,8 +225,8 @@ async function authenticateClient(deps: Deps, header: string, params: URLSearchP
     }
     method = 'client_secret_basic';
   } else {
-    clientId = params.get('client_id') ?? undefined;
-    secret = params.get('client_secret') ?? undefined;
+    clientId = params.client_id;
+    secret = params.client_secret;
     method = 'client_secret_post';
     if (!clientId || !secret) throw invalidClient();
   }

@@ -20,6 +20,11 @@ import type { PlatformContext, PlatformState } from '../types';
 const APPS = '/v1/accounts/:account/apps';
 const ENV = `${APPS}/:app/environments/:environment`;
 
+/** A resource deleted by a concurrent request between the lookup and the write. */
+const notFound = (resource: string): never => {
+  throw platformNotFound(resource);
+};
+
 function split(value: string, verbs: string[]): [string, string | undefined] {
   const at = value.lastIndexOf(':');
   if (at < 0) return [value, undefined];
@@ -87,7 +92,7 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   router.patch(ENV, async (ctx) => {
     const env = await environment(ctx);
     const patch = parsePlatform(EnvironmentPatchSchema, await readJson(ctx, PLATFORM_JSON_LIMIT_BYTES), 'environment');
-    ctx.body = await store.patchEnvironment(db, env.id, patch);
+    ctx.body = (await store.patchEnvironment(db, env.id, patch)) ?? notFound('environment');
   });
   router.delete(ENV, async (ctx) => {
     await store.deleteEnvironment(db, (await environment(ctx)).id);
@@ -99,7 +104,7 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
     if (!verb) throw new PlatformError(405, 'Method Not Allowed');
     const env = await environment(ctx, envId);
     ctx.status = 202;
-    ctx.body = await store.clearEnvironmentCache(db, env.id);
+    ctx.body = (await store.clearEnvironmentCache(db, env.id)) ?? notFound('environment');
   });
 
   // POST /fu/v1/accounts/{account}/apps/{app}/environments/{environment}:upload (a zip archive)
@@ -157,12 +162,12 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
     if (!mapping) throw platformNotFound('domain_mapping');
     if (verb === 'markPrimary') {
       await withTransaction(db, (client) => store.markPrimaryDomain(client, env.id, domain));
-      ctx.body = await store.findDomainMapping(db, env.id, domain);
+      ctx.body = (await store.findDomainMapping(db, env.id, domain)) ?? notFound('domain_mapping');
       return;
     }
     // revalidate and verifyTxtRecord both look the TXT record up now (real DNS).
     const verified = await hasTxtRecord(mapping.txt_record.name, mapping.txt_record.value);
-    ctx.body = await store.setDomainVerification(db, env.id, domain, verified ? 'verified' : 'failed');
+    ctx.body = (await store.setDomainVerification(db, env.id, domain, verified ? 'verified' : 'failed')) ?? notFound('domain_mapping');
   });
 
   return router;

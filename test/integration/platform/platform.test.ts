@@ -208,3 +208,46 @@ describe('admin CLI', () => {
     expect((await json(response)).count).toBe(0);
   });
 });
+
+describe('headless applications: an environment deleted while a request works on it', () => {
+  /**
+   * Deterministic race: the test holds the environment's row lock, so the request finds the
+   * environment, then blocks in its UPDATE; the test deletes the row and commits; the
+   * UPDATE then matches nothing. The answer must be 404, as if it had been absent.
+   */
+  async function raceWithDelete(request: (envPath: string) => Promise<Response>): Promise<Response> {
+    const apps = `/v1/accounts/${accountId}/apps`;
+    const app = await json(await call('POST', apps, { name: uniqueId('race-').toLowerCase().replace(/[^a-z0-9-]/g, '') }));
+    const envs = `${apps}/${app.id}/environments`;
+    const env = await json(await call('POST', envs, { name: 'staging' }));
+    const locker = await db.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM platform_environments WHERE id = $1 FOR UPDATE', [env.id]);
+      const pending = request(`${envs}/${env.id}`);
+      // Wait until the request's UPDATE is queued behind our lock.
+      for (let i = 0; i < 200; i++) {
+        const { rows } = await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE platform_environments%'`);
+        if (rows.length > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      await locker.query('DELETE FROM platform_environments WHERE id = $1', [env.id]);
+      await locker.query('COMMIT');
+      return await pending;
+    } finally {
+      locker.release();
+    }
+  }
+
+  test('PATCH: 404 in the platform envelope, not 500', async () => {
+    const response = await raceWithDelete((path) => call('PATCH', path, { branch: 'next' }));
+    expect(response.status).toBe(404);
+    expect((await json(response)).errors[0]).toMatchObject({ resource: 'environment', type: 'value_unavailable' });
+  });
+
+  test(':clearCache: 404 in the platform envelope, not 500', async () => {
+    const response = await raceWithDelete((path) => call('POST', `${path}:clearCache`));
+    expect(response.status).toBe(404);
+    expect((await json(response)).errors[0]).toMatchObject({ resource: 'environment', type: 'value_unavailable' });
+  });
+});

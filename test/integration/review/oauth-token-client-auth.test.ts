@@ -42,3 +42,26 @@ describe('POST /oauth/token: malformed client credentials', () => {
     await expectInvalidClient(await tokenRequest({ grant_type: 'client_credentials' }));
   });
 });
+
+describe('POST /oauth/token: request parameters are parsed before use', () => {
+  const rawTokenRequest = (body: string) =>
+    fetch(`${api.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+
+  test('a repeated parameter is 400 invalid_request (RFC 6749 §3.2), before any client lookup', async () => {
+    const response = await rawTokenRequest('grant_type=client_credentials&client_id=a&client_id=b&client_secret=x');
+    expect(response.status).toBe(400);
+    expect(await json(response)).toEqual({ error: 'invalid_request', error_description: "parameter 'client_id' must not be repeated" });
+  });
+
+  test('an oversized parameter is 400 invalid_request naming it', async () => {
+    const response = await rawTokenRequest(new URLSearchParams({ grant_type: 'client_credentials', client_id: 'client_x', client_secret: 's'.repeat(600) }).toString());
+    expect(response.status).toBe(400);
+    const body = await json(response);
+    expect(body.error).toBe('invalid_request');
+    expect(body.error_description).toMatch(/^client_secret: /);
+  });
+
+  test('unknown parameters are ignored: the answer is about the client, not them', async () => {
+    await expectInvalidClient(await rawTokenRequest('grant_type=client_credentials&client_id=client_nope&client_secret=x&resource=https%3A%2F%2Fexample.com'));
+  });
+});
