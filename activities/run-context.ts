@@ -26,13 +26,17 @@ export interface RunContext {
 }
 
 export async function loadRunContext(db: Queryable, sessionId: string): Promise<RunContext> {
-  const session = (
-    await db.query<RunContext['session'] & { agent_id: string }>('SELECT id, project_id, agent_id, reasoning_effort, client_id FROM sessions WHERE id = $1', [sessionId])
+  const row = (
+    await db.query<{ session: RunContext['session']; agent: AgentRow }>(
+      `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id) AS session,
+              json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
+                                'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent
+         FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1`,
+      [sessionId],
+    )
   ).rows[0];
-  if (!session) throw new Error(`session ${sessionId} not found`);
-  const agent = (
-    await db.query<AgentRow>('SELECT id, model, system_prompt, temperature, max_tokens, reasoning_effort, tools, settings FROM agents WHERE id = $1', [session.agent_id])
-  ).rows[0]!;
+  if (!row) throw new Error(`session ${sessionId} not found`);
+  const { session, agent } = row;
   const compaction = (
     await db.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND type = 'session.compaction' ORDER BY created_at DESC, seq DESC LIMIT 1`,

@@ -61,29 +61,36 @@ export async function lockSession(client: PoolClient, sessionId: string): Promis
 /**
  * Inserts events in order after the session's last one. Events whose idempotency key
  * was already appended are not inserted again; the existing row is returned instead.
- * Notifies `session_events` listeners (the streaming endpoint) on commit.
+ * Notifies `session_events` listeners (the streaming endpoint) on commit when anything
+ * new was inserted.
  */
 export async function appendEvents(client: PoolClient, sessionId: string, events: NewEvent[]): Promise<EventRow[]> {
+  const keys = events.map((event) => event.idempotency_key).filter((key): key is string => !!key);
+  const existing = new Map<string, EventRow>();
+  if (keys.length > 0) {
+    const { rows } = await client.query<EventRow & { idempotency_key: string }>(
+      `SELECT ${EVENT_COLUMNS}, idempotency_key FROM session_events WHERE session_id = $1 AND idempotency_key = ANY($2)`,
+      [sessionId, keys],
+    );
+    for (const { idempotency_key, ...row } of rows) existing.set(idempotency_key, row);
+  }
   const out: EventRow[] = [];
   for (const event of events) {
-    if (event.idempotency_key) {
-      const existing = await client.query<EventRow>(
-        `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND idempotency_key = $2`,
-        [sessionId, event.idempotency_key],
-      );
-      if (existing.rows[0]) {
-        out.push(existing.rows[0]);
-        continue;
-      }
+    const appended = event.idempotency_key ? existing.get(event.idempotency_key) : undefined;
+    if (appended) {
+      out.push(appended);
+      continue;
     }
-    // created_at never goes backwards within a session, even if the clock does.
+    // created_at never goes backwards within a session, even if the clock does. The NOTIFY
+    // rides along with each insert; Postgres delivers one per transaction and payload.
     const { rows } = await client.query<EventRow>(
       `WITH s AS (
          UPDATE sessions SET event_seq = event_seq + 1,
                 last_event_at = GREATEST(clock_timestamp(), COALESCE(last_event_at, '-infinity'::timestamptz) + interval '1 microsecond')
           WHERE id = $1 RETURNING event_seq, last_event_at)
        INSERT INTO session_events (id, session_id, seq, type, content, attributes, usage, error_code, run_id, idempotency_key, processed_at, created_at)
-       SELECT $2, $1, s.event_seq, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $10::boolean THEN s.last_event_at END, s.last_event_at FROM s
+       SELECT $2, $1, s.event_seq, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $10::boolean THEN s.last_event_at END, s.last_event_at
+         FROM s CROSS JOIN (SELECT pg_notify('session_events', $1)) AS notified
        RETURNING ${EVENT_COLUMNS}`,
       [
         sessionId,
@@ -100,7 +107,6 @@ export async function appendEvents(client: PoolClient, sessionId: string, events
     );
     out.push(rows[0]!);
   }
-  if (out.length > 0) await client.query(`SELECT pg_notify('session_events', $1)`, [sessionId]);
   return out;
 }
 
