@@ -1,5 +1,6 @@
 import type { Config } from './config';
 import { createLogger, type Logger } from './logger';
+import { flushUsage } from './billing/usage';
 import { createPool, type Db } from './store/db';
 import { createSearchClient, type SearchClient } from './search/client';
 import { LazyTemporalClient } from './temporal/client';
@@ -28,5 +29,7 @@ export function createDeps(config: Config, logger: Logger = createLogger({ level
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  // Metering is written after responses, in batches: what is still queued goes out first.
+  await flushUsage(deps.db).catch((error: unknown) => deps.logger.error({ err: error }, 'usage rows could not be written at shutdown'));
   await Promise.allSettled([deps.db.end(), deps.search.close(), deps.temporal.close()]);
 }

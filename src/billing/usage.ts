@@ -126,8 +126,19 @@ class UsageWriter {
   private queue: PendingRow[] = [];
   private flushing = false;
   private lastStatementAt = -Infinity;
+  private closing = false;
+  private idleWaiters: Array<() => void> = [];
 
   constructor(private readonly pool: Pool) {}
+
+  /** Writes what is queued at once and resolves when nothing is left (graceful shutdown). */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (!this.flushing && this.queue.length === 0) return;
+    const idle = new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (!this.flushing) void this.flush();
+    await idle;
+  }
 
   write(row: UsageRow): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -141,7 +152,7 @@ class UsageWriter {
     try {
       while (this.queue.length > 0) {
         const wait = this.lastStatementAt + MIN_STATEMENT_INTERVAL_MS - performance.now();
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (wait > 0 && !this.closing) await new Promise((resolve) => setTimeout(resolve, wait));
         this.lastStatementAt = performance.now();
         const batch = this.queue.splice(0, MAX_BATCH);
         try {
@@ -160,8 +171,14 @@ class UsageWriter {
       }
     } finally {
       this.flushing = false;
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
     }
   }
+}
+
+/** Writes every usage row still queued for this pool; call before ending the pool. */
+export async function flushUsage(pool: Pool): Promise<void> {
+  await writers.get(pool)?.close();
 }
 
 async function writeWithRetry(db: Queryable, rows: UsageRow[]): Promise<void> {

@@ -37,7 +37,19 @@ export interface UpstreamResponse {
  * per call and keep each response's objects alive across garbage collections, which is
  * what made the gateway's p99 (README, Benchmarks).
  */
-const upstreamAgent = new Agent({ keepAliveTimeout: 30_000, bodyTimeout: 0, headersTimeout: 0 });
+const upstreamAgent = new Agent({
+  // An idle connection is dropped after 4 s (fetch's default): servers such as uvicorn (vLLM)
+  // close theirs after 5 s without saying so, and a POST sent as they do fails.
+  keepAliveTimeout: 4_000,
+  // Our own timer covers connecting and the response head (settings.timeoutMs). A body that
+  // stops moving for 5 minutes is given up; the clock restarts with every chunk.
+  headersTimeout: 0,
+  bodyTimeout: 300_000,
+  // Like fetch: follow a provider's or proxy's redirect rather than relay a bare 3xx.
+  maxRedirections: 3,
+});
+
+const USER_AGENT = 'agent-gateway';
 
 const headerReader = (headers: Record<string, string | string[] | undefined>) => ({
   get(name: string): string | null {
@@ -69,7 +81,7 @@ export async function post(settings: TransportSettings, url: string, body: strin
   }, settings.timeoutMs);
   let response: Dispatcher.ResponseData;
   try {
-    response = await request(url, { method: 'POST', headers: options.headers, body, signal: controller.signal, dispatcher: upstreamAgent });
+    response = await request(url, { method: 'POST', headers: { 'user-agent': USER_AGENT, ...options.headers }, body, signal: controller.signal, dispatcher: upstreamAgent });
   } catch (error) {
     detach();
     throw transportFailure(settings.provider, options.model, error, timedOut, options.signal);
@@ -125,7 +137,10 @@ export async function readBytes(response: UpstreamResponse, provider: ProviderNa
   }
 }
 
-/** The response body as an async iterable of byte chunks; releases the abort listener at the end. */
+/**
+ * The response body as an async iterable of byte chunks; releases the abort listener when
+ * the body is done. Callers must iterate it (the body timeout bounds one that is not).
+ */
 export async function* bodyChunks(response: UpstreamResponse): AsyncGenerator<Uint8Array> {
   const body = response.body;
   try {
@@ -134,17 +149,25 @@ export async function* bodyChunks(response: UpstreamResponse): AsyncGenerator<Ui
     // error with a stack trace per call and the keep-alive connection: drain it instead.
     for await (const chunk of body.iterator({ destroyOnReturn: false })) yield chunk as Uint8Array;
   } finally {
-    response.detach();
-    if (!body.readableEnded && !body.destroyed) drain(body);
+    if (body.readableEnded || body.destroyed) response.detach();
+    else {
+      body.once('close', response.detach); // the caller's abort still applies while draining
+      drain(body);
+    }
   }
 }
 
-/** Reads an abandoned body to its end so its connection is reused; gives up after 5 s. */
+/**
+ * Reads an abandoned body to its end so its connection is reused. After the protocol's
+ * last event only a few bytes remain; more than 64 KiB or 1 s means the upstream is still
+ * generating (a consumer stopped on an error), so the request is cut off instead.
+ */
 function drain(body: UpstreamResponse['body']): void {
-  const timer = setTimeout(() => body.destroy(), 5_000).unref();
-  body.once('close', () => clearTimeout(timer));
-  body.on('error', () => undefined);
-  body.resume();
+  const timer = setTimeout(() => body.destroy(), 1_000).unref();
+  void body
+    .dump({ limit: 64 * 1024 })
+    .catch(() => undefined)
+    .finally(() => clearTimeout(timer));
 }
 
 /** Joins a base URL and a path without doubling or dropping slashes. */
