@@ -1,3 +1,4 @@
+import type { PoolClient } from 'pg';
 import { isDevelopment } from '../src/config';
 import type { Deps } from '../src/deps';
 import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
@@ -44,71 +45,78 @@ export function createRunCycleActivities(deps: Deps) {
     abandonAfterMs: deps.config.RUN_ABANDON_AFTER_MS,
   };
 
+  /**
+   * Claims the work the log holds (a new run, the resumption of a paused one, or nothing),
+   * inside the caller's transaction. Idempotent by the cycle key.
+   */
+  async function claimCycle(client: PoolClient, input: { sessionId: string; cycleKey: string }): Promise<RunCycle> {
+    const session = await lockSession(client, input.sessionId);
+    if (!session || session.deleted_at) return { kind: 'none' };
+    const agent = (await client.query<{ model: string; tools: ToolEntry[] | null }>('SELECT model, tools FROM agents WHERE id = $1', [session.agent_id])).rows[0];
+    if (!agent) return { kind: 'none' };
+
+    const already = await client.query<{ run_id: string; attributes: { cycle_kind?: 'start' | 'resume' } }>(
+      'SELECT run_id, attributes FROM session_events WHERE session_id = $1 AND idempotency_key = $2',
+      [session.id, `${input.cycleKey}:running`],
+    );
+    if (already.rows[0]) {
+      const { run_id, attributes } = already.rows[0];
+      return { kind: attributes.cycle_kind ?? 'start', runId: run_id, cycleKey: input.cycleKey, model: agent.model, limits };
+    }
+
+    const unprocessed = await client.query<{ type: string }>(
+      `SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($2) ORDER BY created_at, seq`,
+      [session.id, RUN_STARTING_TYPES],
+    );
+    const types = new Set(unprocessed.rows.map((row) => row.type));
+    let runId = session.active_run_id;
+    let kind: 'start' | 'resume';
+    if (!runId) {
+      // No run holds the session: a waiting user.message starts one, unless the
+      // session's site has asynchronous execution switched off.
+      if (!types.has('user.message')) return { kind: 'none' };
+      if (!(await isAsyncExecutionEnabled(client, session.client_id))) return { kind: 'none' };
+      runId = newId('run');
+      kind = 'start';
+    } else {
+      if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
+      const started = await client.query('SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = $3 LIMIT 1', [
+        session.id,
+        runId,
+        'session.status_running',
+      ]);
+      if (started.rowCount === 0) kind = 'start';
+      else if (types.has('user.tool_result')) kind = 'resume';
+      else return { kind: 'none' };
+    }
+
+    await client.query(
+      `UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
+        WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)`,
+      [session.id, runId, RUN_STARTING_TYPES],
+    );
+    await client.query(`UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`, [session.id, runId]);
+    await appendEvents(client, session.id, [
+      { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
+    ]);
+
+    let toolsetError: RunErrorCode | undefined;
+    if (kind === 'start') toolsetError = toolsetProblem(agent.tools ?? [], isDevelopment(deps.config));
+    return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}) };
+  }
+
   return {
     /** Claims the work the log holds: a new run, the resumption of a paused one, or nothing. */
     async startRunCycle(input: { sessionId: string; cycleKey: string }): Promise<RunCycle> {
-      return withTransaction(deps.db, async (client) => {
-        const session = await lockSession(client, input.sessionId);
-        if (!session || session.deleted_at) return { kind: 'none' };
-        const agent = (await client.query<{ model: string; tools: ToolEntry[] | null }>('SELECT model, tools FROM agents WHERE id = $1', [session.agent_id])).rows[0];
-        if (!agent) return { kind: 'none' };
-
-        const already = await client.query<{ run_id: string; attributes: { cycle_kind?: 'start' | 'resume' } }>(
-          'SELECT run_id, attributes FROM session_events WHERE session_id = $1 AND idempotency_key = $2',
-          [session.id, `${input.cycleKey}:running`],
-        );
-        if (already.rows[0]) {
-          const { run_id, attributes } = already.rows[0];
-          return { kind: attributes.cycle_kind ?? 'start', runId: run_id, cycleKey: input.cycleKey, model: agent.model, limits };
-        }
-
-        const unprocessed = await client.query<{ type: string }>(
-          `SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($2) ORDER BY created_at, seq`,
-          [session.id, RUN_STARTING_TYPES],
-        );
-        const types = new Set(unprocessed.rows.map((row) => row.type));
-        let runId = session.active_run_id;
-        let kind: 'start' | 'resume';
-        if (!runId) {
-          // No run holds the session: a waiting user.message starts one, unless the
-          // session's site has asynchronous execution switched off.
-          if (!types.has('user.message')) return { kind: 'none' };
-          if (!(await isAsyncExecutionEnabled(client, session.client_id))) return { kind: 'none' };
-          runId = newId('run');
-          kind = 'start';
-        } else {
-          if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
-          const started = await client.query('SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = $3 LIMIT 1', [
-            session.id,
-            runId,
-            'session.status_running',
-          ]);
-          if (started.rowCount === 0) kind = 'start';
-          else if (types.has('user.tool_result')) kind = 'resume';
-          else return { kind: 'none' };
-        }
-
-        await client.query(
-          `UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
-            WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)`,
-          [session.id, runId, RUN_STARTING_TYPES],
-        );
-        await client.query(`UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`, [session.id, runId]);
-        await appendEvents(client, session.id, [
-          { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
-        ]);
-
-        let toolsetError: RunErrorCode | undefined;
-        if (kind === 'start') toolsetError = toolsetProblem(agent.tools ?? [], isDevelopment(deps.config));
-        return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}) };
-      });
+      return withTransaction(deps.db, (client) => claimCycle(client, input));
     },
 
     /**
      * Closes a cycle: appends `session.status_idle` (with stop_reason, context_tokens and, for
      * a pause, tool_use_ids and tool_traceparents) or `session.error`, with the cycle's usage;
      * debits the credits, adds to the session's cumulative usage and writes the usage row,
-     * all in one transaction.
+     * all in one transaction. With `claimCycleKey` the same transaction then claims the next
+     * cycle (as startRunCycle would); a retry finds both done and returns the same claim.
      */
     async finishRunCycle(input: {
       sessionId: string;
@@ -120,8 +128,10 @@ export function createRunCycleActivities(deps: Deps) {
       errorCode?: RunErrorCode;
       toolCalls?: Array<{ id: string; name: string }>;
       endRun: boolean;
-    }): Promise<void> {
-      await withTransaction(deps.db, async (client) => {
+      /** Given when a run ends: also claim what the log holds next (saves the workflow a step). */
+      claimCycleKey?: string;
+    }): Promise<RunCycle | undefined> {
+      const close = async (client: PoolClient): Promise<void> => {
         const session = await lockSession(client, input.sessionId);
         if (!session) return;
         const key = `${input.cycleKey}:end`;
@@ -210,6 +220,10 @@ export function createRunCycleActivities(deps: Deps) {
           });
           await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
         }
+      };
+      return withTransaction(deps.db, async (client) => {
+        await close(client);
+        return input.claimCycleKey ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey }) : undefined;
       });
     },
   };

@@ -6,7 +6,7 @@
  * queue; each session's workflow history is saved as test/replay/histories/<name>.json in
  * Temporal's JSON history format (the same as `temporal workflow show --output json`).
  *
- *   npx tsx scripts/record-history.ts [name ...]      (default: every scenario)
+ *   npx tsx scripts/record-history.ts [--suffix=S] [name ...]      (default: every scenario)
  *
  * Needs the services (npm run services). DATABASE_URL defaults to the test database.
  */
@@ -120,7 +120,10 @@ const SCENARIOS: Record<string, Scenario> = {
 };
 
 async function main(): Promise<void> {
-  const names = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(SCENARIOS);
+  // --suffix=S writes <name>S.json, so histories of an earlier workflow version stay next to the new ones.
+  const suffix = process.argv.find((arg) => arg.startsWith('--suffix='))?.slice('--suffix='.length) ?? '';
+  const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+  const names = args.length > 0 ? args : Object.keys(SCENARIOS);
   for (const name of names) if (!SCENARIOS[name]) throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(', ')}`);
 
   const simulator = await startSimulator({ port: 0 });
@@ -174,8 +177,8 @@ async function main(): Promise<void> {
       await handle.terminate('history recorded');
       // Worker identities name this machine; they play no part in replay.
       const json = JSON.stringify(historyToJson(history), null, 1).replace(/"identity": "[^"]*"/g, '"identity": "recorder"');
-      writeFileSync(path.join(OUT, `${name}.json`), `${json}\n`);
-      process.stdout.write(`${name}: ${history.events?.length ?? 0} history events -> test/replay/histories/${name}.json\n`);
+      writeFileSync(path.join(OUT, `${name}${suffix}.json`), `${json}\n`);
+      process.stdout.write(`${name}: ${history.events?.length ?? 0} history events -> test/replay/histories/${name}${suffix}.json\n`);
     }
   } finally {
     server.closeAllConnections();

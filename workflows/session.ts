@@ -53,6 +53,9 @@ const localBookkeeping = proxyLocalActivities<Activities>(bookkeepingOptions);
 // Histories recorded before local bookkeeping scheduled these as ordinary activities.
 const remoteBookkeeping = proxyActivities<Activities>(bookkeepingOptions);
 const LOCAL_BOOKKEEPING_PATCH = 'local-bookkeeping';
+// Histories recorded before a run's closing activity also claimed the next run called
+// startRunCycle separately after every run.
+const CLAIM_ON_CLOSE_PATCH = 'claim-on-close';
 const bookkeepingActivities = {
   startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
     (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
@@ -161,18 +164,25 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     }
   }
 
-  /** A run from its first cycle until it ends (pauses for client tools included). */
-  async function executeRun(first: ActiveCycle): Promise<void> {
+  /**
+   * A run from its first cycle until it ends (pauses for client tools included). Returns
+   * the cycle the closing activity claimed next, if it was asked to (see CLAIM_ON_CLOSE_PATCH).
+   */
+  async function executeRun(first: ActiveCycle): Promise<RunCycle | undefined> {
     let cycle = first;
     let turns = 0;
+    let next: RunCycle | undefined;
     currentRunId = cycle.runId;
     interruptRequested = false;
     setStatus('running');
     for (;;) {
       const result = await runCycle(cycle, turns);
       turns = result.turns;
-      const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) =>
-        bookkeeping.finishRunCycle({
+      const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) => {
+        // A run's end also claims the next run in the same activity, unless the workflow is
+        // being cancelled (which starts nothing new).
+        const claimCycleKey = !extra.toolCalls && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled ? uuid4() : undefined;
+        return bookkeeping.finishRunCycle({
           sessionId,
           runId: cycle.runId,
           cycleKey: extra.cycleKey ?? cycle.cycleKey,
@@ -181,25 +191,28 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           ...outcome,
           ...(extra.toolCalls ? { toolCalls: extra.toolCalls } : {}),
           endRun: !extra.toolCalls,
+          ...(claimCycleKey ? { claimCycleKey } : {}),
         });
+      };
       if (result.end.kind !== 'pause') {
-        await close(result.end.kind === 'stop' ? { stopReason: result.end.stopReason } : { errorCode: result.end.code });
+        next = await close(result.end.kind === 'stop' ? { stopReason: result.end.stopReason } : { errorCode: result.end.code });
         break;
       }
       await close({ stopReason: 'client_tool_use' }, { toolCalls: result.end.toolCalls });
       setStatus('idle');
       // Paused: wait for every pending result, an interrupt, or give up.
-      const next = await waitForToolResults(cycle);
-      if (next.kind !== 'resume') {
+      const resumed = await waitForToolResults(cycle);
+      if (resumed.kind !== 'resume') {
         // The pause's usage was billed when it closed; this closing event carries none.
-        const outcome = next.kind === 'interrupted' ? { stopReason: 'user_cancelled' as const } : { errorCode: next.kind === 'cancelled' ? ('run_interrupted' as const) : ('run_abandoned' as const) };
-        await close(outcome, { cycleKey: uuid4(), usage: zeroUsage() });
+        const outcome = resumed.kind === 'interrupted' ? { stopReason: 'user_cancelled' as const } : { errorCode: resumed.kind === 'cancelled' ? ('run_interrupted' as const) : ('run_abandoned' as const) };
+        next = await close(outcome, { cycleKey: uuid4(), usage: zeroUsage() });
         break;
       }
-      cycle = next.cycle;
+      cycle = resumed.cycle;
       setStatus('running');
     }
     currentRunId = undefined;
+    return next;
   }
 
   async function waitForToolResults(paused: ActiveCycle): Promise<{ kind: 'resume'; cycle: ActiveCycle } | { kind: 'interrupted' } | { kind: 'abandoned' } | { kind: 'cancelled' }> {
@@ -233,12 +246,14 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
         signalled = false;
         let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
         while (cycle.kind === 'start') {
-          await executeRun(cycle);
+          const claimed = await executeRun(cycle);
           setStatus('idle');
-          // A cancelled workflow runs nothing more; see the catch below.
-          if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('session workflow cancelled');
+          // A cancelled workflow runs nothing more; see the catch below. A run the closing
+          // activity claimed just before the cancellation arrived still goes through
+          // executeRun, whose first activity fails at once and closes it as run_interrupted.
+          if (CancellationScope.current().consideredCancelled && claimed?.kind !== 'start') throw new CancelledFailure('session workflow cancelled');
           // A message that arrived during the run starts the next one at once.
-          cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+          cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() }));
         }
       }
       if (workflowInfo().continueAsNewSuggested && !signalled) {

@@ -30,12 +30,27 @@ beforeAll(() => {
 });
 
 test('the recorded histories cover the representative runs', () => {
-  expect(files).toEqual(['client-tool-resume.json', 'compaction.json', 'interrupt.json', 'plain.json', 'server-tool.json', 'upstream-error.json']);
+  expect(files).toEqual([
+    'client-tool-resume.claim-on-close.json',
+    'client-tool-resume.json',
+    'compaction.json',
+    'interrupt.claim-on-close.json',
+    'interrupt.json',
+    'plain.claim-on-close.json',
+    'plain.json',
+    'server-tool.json',
+    'upstream-error.json',
+  ]);
   const activities = (file: string) =>
     (load(file).events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((name): name is string => !!name);
   expect(activities('compaction.json')).toContain('compactContext');
   expect(activities('server-tool.json')).toContain('runServerTool');
   expect(activities('client-tool-resume.json').filter((name) => name === 'finishRunCycle')).toHaveLength(2);
+  // Histories of the current version: bookkeeping runs as local activities, and a run's
+  // closing activity also claims the next run (one local activity per run end, not two).
+  const markers = (file: string) => (load(file).events ?? []).map((e) => e.markerRecordedEventAttributes?.markerName).filter((name): name is string => !!name);
+  expect(markers('plain.claim-on-close.json').filter((name) => name === 'core_patch').length).toBeGreaterThanOrEqual(2);
+  expect(activities('plain.claim-on-close.json')).toEqual(['callModel', 'callModel']);
 });
 
 test('every recorded history replays against the current workflow code', async () => {
