@@ -2,6 +2,7 @@ import type { Pool } from 'pg';
 import { createAccount, createProject } from '../../src/store/accounts';
 import { issueApiKey, issueServiceToken, type NewApiKey } from '../../src/auth/provisioning';
 import { grantCredits, NANO_PER_CREDIT } from '../../src/billing/credits';
+import type { UsageRow } from '../../src/billing/usage';
 
 export interface Tenant {
   accountId: string;
@@ -40,3 +41,23 @@ export const bearer = (token: string) => ({ authorization: `Bearer ${token}`, 'c
 /** Response bodies in tests are read loosely typed; assertions check their shape. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const json = (response: Response): Promise<any> => response.json();
+
+/** A one-token usage row of a project (metering and analytics tests); override what matters. */
+export function usageRow(projectId: string, overrides: Partial<UsageRow> = {}): UsageRow {
+  return {
+    projectId,
+    model: 'probe/model',
+    operation: 'chat',
+    clientId: null,
+    authMethod: 'api_key',
+    actorType: 'service',
+    application: 'unknown',
+    input_tokens: 1,
+    output_tokens: 1,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+    reasoning_tokens: 0,
+    credits_nano: 1_000,
+    ...overrides,
+  };
+}

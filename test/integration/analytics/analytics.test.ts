@@ -1,6 +1,6 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
-import { bearer, createTenant, json, type Tenant } from '../../support/factories';
+import { bearer, createTenant, json, usageRow, type Tenant } from '../../support/factories';
 import { insertUsage, type UsageRow } from '../../../src/billing/usage';
 import { signDevIdpToken } from '../../../src/auth/tokens';
 
@@ -20,23 +20,7 @@ const HOUR = 3600;
 const DAY = 86400;
 
 function usage(projectId: string, at: number, overrides: Partial<UsageRow> = {}): UsageRow {
-  return {
-    projectId,
-    model: 'openai/gpt-a',
-    operation: 'chat',
-    clientId: null,
-    authMethod: 'api_key',
-    actorType: 'service',
-    application: 'unknown',
-    input_tokens: 1,
-    output_tokens: 1,
-    cache_read_input_tokens: 0,
-    cache_creation_input_tokens: 0,
-    reasoning_tokens: 0,
-    credits_nano: 100,
-    createdAt: new Date(at * 1000),
-    ...overrides,
-  };
+  return usageRow(projectId, { model: 'openai/gpt-a', credits_nano: 100, createdAt: new Date(at * 1000), ...overrides });
 }
 
 const write = async (rows: UsageRow[]) => {

@@ -3,7 +3,7 @@ import { chargeUsage } from '../../../src/billing/usage';
 import { closeDeps, createDeps } from '../../../src/deps';
 import { createLogger } from '../../../src/logger';
 import { testConfig, uniqueId } from '../../support/config';
-import { createTenant } from '../../support/factories';
+import { createTenant, usageRow } from '../../support/factories';
 
 /**
  * Metering is written after the response, in batches at most every few milliseconds, so at
@@ -17,23 +17,7 @@ test('usage rows queued behind the batch interval are written when the process s
     const tenant = await createTenant(deps.db, { credits: 1_000n });
     const requestIds = Array.from({ length: 5 }, () => uniqueId('req_'));
     // The first row starts a statement at once; the others wait for the next interval.
-    const writes = requestIds.map((requestId) =>
-      chargeUsage(deps.db, {
-        projectId: tenant.projectId,
-        model: 'probe/model',
-        operation: 'chat',
-        authMethod: 'api_key',
-        actorType: 'service',
-        application: 'unknown',
-        input_tokens: 1,
-        output_tokens: 1,
-        cache_read_input_tokens: 0,
-        cache_creation_input_tokens: 0,
-        reasoning_tokens: 0,
-        credits_nano: 1_000,
-        requestId,
-      }),
-    );
+    const writes = requestIds.map((requestId) => chargeUsage(deps.db, usageRow(tenant.projectId, { requestId })));
     await closeDeps(deps);
     await Promise.all(writes);
     const { rows } = await observer.query('SELECT count(*)::int AS n FROM usage_records WHERE request_id = ANY($1)', [requestIds]);
