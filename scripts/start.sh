@@ -17,7 +17,9 @@ npx tsx src/bin/migrate.ts
 pids=()
 start_process() { # name, script
   echo "[start] starting $1 (log: .data/logs/$1.log)" >&2
-  npx tsx "$2" >".data/logs/$1.log" 2>&1 &
+  # node itself (not an npx wrapper) is the child, so stop_all's kill reaches the process
+  # and its graceful shutdown also when this script is stopped by a signal rather than Ctrl-C.
+  node --import tsx "$2" >".data/logs/$1.log" 2>&1 &
   pids+=($!)
 }
 for bin in simulator api platform worker; do
