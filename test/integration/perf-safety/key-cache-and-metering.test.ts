@@ -76,6 +76,13 @@ test('a balance driven to zero by the gateway debits refuses the following reque
     expect((await chat(env.api.url, tenant.key)).status).toBe(200);
     expect((await chat(second.url, tenant.key)).status).toBe(200);
   }
+  // Metering is written after the response, in batches: let those ten debits land first,
+  // or one of them would overwrite the balance set below.
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const { rows } = await env.api.deps.db.query('SELECT count(*)::int AS n FROM usage_records WHERE project_id = $1', [tenant.projectId]);
+    if (rows[0].n >= 10) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   // One nano-credit left (still positive, so both instances keep their note): the next
   // request is admitted and its debit takes the balance across zero.
   await env.api.deps.db.query('UPDATE project_credits SET balance_nano = 1 WHERE project_id = $1', [tenant.projectId]);
