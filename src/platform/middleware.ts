@@ -6,6 +6,7 @@ import { verifyPassword } from '../domain/platform';
 import { findPlatformUser, platformUserAccountIds } from '../store/platform';
 import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
 import type { PlatformContext, PlatformMiddleware } from './types';
+import { readBodyUpTo } from '../read-body';
 
 /** Request id, one access-log line, and the platform error envelope for anything thrown. */
 export function platformBasics(logger: Logger): PlatformMiddleware {
@@ -78,20 +79,7 @@ export function requireAccount(ctx: PlatformContext, accountId: string, uuid: z.
 
 /** Reads the body up to `limit` bytes, refusing larger ones with 413 before reading them. */
 export async function readRaw(ctx: PlatformContext, limit: number): Promise<Buffer> {
-  const tooLarge = () => new PlatformError(413, 'Payload Too Large', [{ resource: 'request', type: 'invalid_value', message: `the body exceeds ${limit} bytes` }]);
-  const length = ctx.get('content-length');
-  if (length !== '' && Number(length) > limit) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      ctx.req.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  return readBodyUpTo(ctx.req, limit, () => new PlatformError(413, 'Payload Too Large', [{ resource: 'request', type: 'invalid_value', message: `the body exceeds ${limit} bytes` }]));
 }
 
 export async function readJson(ctx: PlatformContext, limit: number): Promise<unknown> {

@@ -20,6 +20,7 @@ import { newId } from '../../store/ids';
 import { findOAuthClient, insertOAuthAccessToken, insertOAuthClient, type OAuthClientRow } from '../../store/oauth';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
+import { readBodyUpTo } from '../../read-body';
 
 /**
  * OAuth for site plugins (see docs/sites-mcp-analytics.md):
@@ -145,19 +146,8 @@ async function initialAccessToken(deps: Deps, header: string) {
 }
 
 async function readBody(ctx: AppContext): Promise<string> {
-  const length = ctx.get('content-length');
-  if (length !== '' && Number(length) > OAUTH_BODY_LIMIT_BYTES) throw new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > OAUTH_BODY_LIMIT_BYTES) {
-      ctx.req.destroy();
-      throw new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const tooLarge = () => new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
+  return (await readBodyUpTo(ctx.req, OAUTH_BODY_LIMIT_BYTES, tooLarge)).toString('utf8');
 }
 
 function parseJsonObject(text: string): Record<string, unknown> {
