@@ -63,51 +63,62 @@ export async function lockSession(client: PoolClient, sessionId: string): Promis
  * was already appended are not inserted again; the existing row is returned instead.
  * Notifies `session_events` listeners (the streaming endpoint) on commit when anything
  * new was inserted.
+ *
+ * One statement whatever the number of events: the idempotency lookup, the sequence
+ * numbers and every insert travel in a single round trip (a run appends on every step).
  */
 export async function appendEvents(client: PoolClient, sessionId: string, events: NewEvent[]): Promise<EventRow[]> {
-  const keys = events.map((event) => event.idempotency_key).filter((key): key is string => !!key);
-  const existing = new Map<string, EventRow>();
-  if (keys.length > 0) {
-    const { rows } = await client.query<EventRow & { idempotency_key: string }>(
-      `SELECT ${EVENT_COLUMNS}, idempotency_key FROM session_events WHERE session_id = $1 AND idempotency_key = ANY($2)`,
-      [sessionId, keys],
-    );
-    for (const { idempotency_key, ...row } of rows) existing.set(idempotency_key, row);
-  }
-  const out: EventRow[] = [];
-  for (const event of events) {
-    const appended = event.idempotency_key ? existing.get(event.idempotency_key) : undefined;
-    if (appended) {
-      out.push(appended);
-      continue;
-    }
-    // created_at never goes backwards within a session, even if the clock does. The NOTIFY
-    // rides along with each insert; Postgres delivers one per transaction and payload.
-    const { rows } = await client.query<EventRow>(
-      `WITH s AS (
-         UPDATE sessions SET event_seq = event_seq + 1,
-                last_event_at = GREATEST(clock_timestamp(), COALESCE(last_event_at, '-infinity'::timestamptz) + interval '1 microsecond')
-          WHERE id = $1 RETURNING event_seq, last_event_at)
+  if (events.length === 0) return [];
+  const input = events.map((event, ord) => ({
+    ord,
+    id: newId('evt'),
+    type: event.type,
+    content: event.content ?? [],
+    attributes: event.attributes ?? {},
+    usage: event.usage ?? null,
+    error_code: event.error_code ?? null,
+    run_id: event.run_id ?? null,
+    idempotency_key: event.idempotency_key ?? null,
+    processed: event.processed ?? false,
+  }));
+  // Fresh events get consecutive seqs and created_at values one microsecond apart after
+  // the session's last event: created_at never goes backwards within a session, even if
+  // the clock does. Postgres delivers one NOTIFY per transaction and payload.
+  const { rows } = await client.query<EventRow & { idempotency_key: string | null; fresh: boolean }>(
+    `WITH input AS (
+       SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(ord int, id text, type text, content jsonb, attributes jsonb, usage jsonb,
+                                                        error_code text, run_id text, idempotency_key text, processed boolean)),
+     existing AS (
+       SELECT e.*, false AS fresh FROM session_events e
+        WHERE e.session_id = $1 AND e.idempotency_key IN (SELECT idempotency_key FROM input WHERE idempotency_key IS NOT NULL)),
+     fresh AS (
+       SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n, count(*) OVER () AS total FROM input i
+        WHERE i.idempotency_key IS NULL OR i.idempotency_key NOT IN (SELECT idempotency_key FROM existing)),
+     s AS (
+       UPDATE sessions SET event_seq = event_seq + (SELECT count(*) FROM fresh),
+              last_event_at = GREATEST(clock_timestamp(), COALESCE(last_event_at, '-infinity'::timestamptz) + interval '1 microsecond')
+                              + ((SELECT count(*) FROM fresh) - 1) * interval '1 microsecond'
+        WHERE id = $1 AND EXISTS (SELECT 1 FROM fresh)
+        RETURNING event_seq, last_event_at),
+     inserted AS (
        INSERT INTO session_events (id, session_id, seq, type, content, attributes, usage, error_code, run_id, idempotency_key, processed_at, created_at)
-       SELECT $2, $1, s.event_seq, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $10::boolean THEN s.last_event_at END, s.last_event_at
-         FROM s CROSS JOIN (SELECT pg_notify('session_events', $1)) AS notified
-       RETURNING ${EVENT_COLUMNS}`,
-      [
-        sessionId,
-        newId('evt'),
-        event.type,
-        JSON.stringify(event.content ?? []),
-        JSON.stringify(event.attributes ?? {}),
-        event.usage ? JSON.stringify(event.usage) : null,
-        event.error_code ?? null,
-        event.run_id ?? null,
-        event.idempotency_key ?? null,
-        event.processed ?? false,
-      ],
-    );
-    out.push(rows[0]!);
+       SELECT f.id, $1, s.event_seq - f.total + f.n, f.type, f.content, f.attributes, f.usage, f.error_code, f.run_id, f.idempotency_key,
+              CASE WHEN f.processed THEN s.last_event_at - (f.total - f.n) * interval '1 microsecond' END,
+              s.last_event_at - (f.total - f.n) * interval '1 microsecond'
+         FROM fresh f CROSS JOIN s CROSS JOIN (SELECT pg_notify('session_events', $1)) AS notified
+       RETURNING ${EVENT_COLUMNS}, idempotency_key, true AS fresh)
+     SELECT ${EVENT_COLUMNS}, idempotency_key, fresh FROM inserted
+     UNION ALL
+     SELECT ${EVENT_COLUMNS}, idempotency_key, fresh FROM existing`,
+    [sessionId, JSON.stringify(input)],
+  );
+  const byId = new Map<string, EventRow>();
+  const byKey = new Map<string, EventRow>();
+  for (const { idempotency_key, fresh, ...row } of rows) {
+    if (fresh) byId.set(row.id, row);
+    else if (idempotency_key) byKey.set(idempotency_key, row);
   }
-  return out;
+  return input.map((event) => (event.idempotency_key && byKey.get(event.idempotency_key)) || byId.get(event.id)!);
 }
 
 /** The public JSON shape of an event. `thought` blocks are dropped unless asked for. */
