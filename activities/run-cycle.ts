@@ -5,7 +5,7 @@ import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
 import { jsonSchemaError } from '../src/domain/json-schema';
 import { CLIENT_SAFE_MESSAGES, traceparentFor, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
-import { appendEvents, lockSession } from '../src/store/events';
+import { appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
@@ -47,28 +47,30 @@ export function createRunCycleActivities(deps: Deps) {
 
   /**
    * Claims the work the log holds (a new run, the resumption of a paused one, or nothing),
-   * inside the caller's transaction. Idempotent by the cycle key.
+   * inside the caller's transaction. Idempotent by the cycle key. `locked` is the session
+   * row the caller already locked and holds as it now stands (with its agent), if any.
    */
-  async function claimCycle(client: PoolClient, input: { sessionId: string; cycleKey: string }): Promise<RunCycle> {
-    const session = await lockSession(client, input.sessionId);
+  async function claimCycle(
+    client: PoolClient,
+    input: { sessionId: string; cycleKey: string },
+    locked?: LockedSession & { agent: SessionAgent | null },
+  ): Promise<RunCycle> {
+    const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
     if (!session || session.deleted_at) return { kind: 'none' };
-    const agent = (await client.query<{ model: string; tools: ToolEntry[] | null }>('SELECT model, tools FROM agents WHERE id = $1', [session.agent_id])).rows[0];
+    const agent = session.agent;
     if (!agent) return { kind: 'none' };
 
-    const already = await client.query<{ run_id: string; attributes: { cycle_kind?: 'start' | 'resume' } }>(
-      'SELECT run_id, attributes FROM session_events WHERE session_id = $1 AND idempotency_key = $2',
-      [session.id, `${input.cycleKey}:running`],
+    // One read for both questions: did an earlier attempt already claim this cycle, and
+    // which run-starting events wait unprocessed.
+    const { rows: logged } = await client.query<{ type: string; run_id: string | null; attributes: { cycle_kind?: 'start' | 'resume' }; claimed: boolean }>(
+      `SELECT type, run_id, attributes, idempotency_key IS NOT DISTINCT FROM $2 AS claimed FROM session_events
+        WHERE session_id = $1 AND (idempotency_key = $2 OR (processed_at IS NULL AND type = ANY($3))) ORDER BY created_at, seq`,
+      [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES],
     );
-    if (already.rows[0]) {
-      const { run_id, attributes } = already.rows[0];
-      return { kind: attributes.cycle_kind ?? 'start', runId: run_id, cycleKey: input.cycleKey, model: agent.model, limits };
-    }
+    const already = logged.find((row) => row.claimed);
+    if (already) return { kind: already.attributes.cycle_kind ?? 'start', runId: already.run_id!, cycleKey: input.cycleKey, model: agent.model, limits };
 
-    const unprocessed = await client.query<{ type: string }>(
-      `SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($2) ORDER BY created_at, seq`,
-      [session.id, RUN_STARTING_TYPES],
-    );
-    const types = new Set(unprocessed.rows.map((row) => row.type));
+    const types = new Set(logged.map((row) => row.type));
     let runId = session.active_run_id;
     let kind: 'start' | 'resume';
     if (!runId) {
@@ -131,12 +133,13 @@ export function createRunCycleActivities(deps: Deps) {
       /** Given when a run ends: also claim what the log holds next (saves the workflow a step). */
       claimCycleKey?: string;
     }): Promise<RunCycle | undefined> {
-      const close = async (client: PoolClient): Promise<void> => {
-        const session = await lockSession(client, input.sessionId);
-        if (!session) return;
+      /** Returns the session row as the close left it (still locked), or nothing if there was nothing to close. */
+      const close = async (client: PoolClient): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> => {
+        const session = await lockSessionWithAgent(client, input.sessionId);
+        if (!session) return undefined;
         const key = `${input.cycleKey}:end`;
         const done = await client.query('SELECT 1 FROM session_events WHERE session_id = $1 AND idempotency_key = $2', [session.id, key]);
-        if (done.rowCount) return;
+        if (done.rowCount) return undefined;
 
         const usage = { ...input.usage };
         if (input.errorCode) {
@@ -177,7 +180,7 @@ export function createRunCycleActivities(deps: Deps) {
           ]);
         }
 
-        await client.query(
+        const { rows: updated } = await client.query<LockedSession>(
           `UPDATE sessions SET
              input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
              cache_read_input_tokens = cache_read_input_tokens + $4, cache_creation_input_tokens = cache_creation_input_tokens + $5,
@@ -185,7 +188,8 @@ export function createRunCycleActivities(deps: Deps) {
              pending_tool_use_ids = COALESCE($7::jsonb, pending_tool_use_ids),
              active_run_id = CASE WHEN $8 THEN NULL ELSE active_run_id END,
              status = $9, updated_at = now()
-           WHERE id = $1`,
+           WHERE id = $1
+           RETURNING ${LOCKED_SESSION_RETURNING}`,
           [
             session.id,
             usage.input_tokens,
@@ -201,10 +205,9 @@ export function createRunCycleActivities(deps: Deps) {
           ],
         );
         if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
-          const agent = (await client.query<{ model: string }>('SELECT model FROM agents WHERE id = $1', [session.agent_id])).rows[0];
           await insertUsage(client, {
             projectId: session.project_id,
-            model: agent?.model ?? 'unknown',
+            model: session.agent?.model ?? 'unknown',
             operation: 'agent_run',
             clientId: session.client_id,
             authMethod: 'internal_service',
@@ -220,10 +223,11 @@ export function createRunCycleActivities(deps: Deps) {
           });
           await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
         }
+        return { ...updated[0]!, agent: session.agent };
       };
       return withTransaction(deps.db, async (client) => {
-        await close(client);
-        return input.claimCycleKey ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey }) : undefined;
+        const closed = await close(client);
+        return input.claimCycleKey ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey }, closed) : undefined;
       });
     },
   };

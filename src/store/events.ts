@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import type { ToolEntry } from '../domain/agent-tools';
 import { newId } from './ids';
 
 /**
@@ -49,13 +50,28 @@ export interface LockedSession {
 
 export const EVENT_COLUMNS = 'id, session_id, seq, type, content, attributes, usage, error_code, run_id, processed_at, created_at';
 
+const LOCKED_SESSION_COLUMNS = ['id', 'project_id', 'agent_id', 'status', 'active_run_id', 'pending_tool_use_ids', 'cancelled_tool_use_ids', 'owner_id', 'client_id', 'deleted_at'];
+/** The columns of a LockedSession, for statements that return the session row they changed. */
+export const LOCKED_SESSION_RETURNING = LOCKED_SESSION_COLUMNS.join(', ');
+
 export async function lockSession(client: PoolClient, sessionId: string): Promise<LockedSession | undefined> {
-  const { rows } = await client.query<LockedSession>(
-    `SELECT id, project_id, agent_id, status, active_run_id, pending_tool_use_ids, cancelled_tool_use_ids, owner_id, client_id, deleted_at
-       FROM sessions WHERE id = $1 FOR UPDATE`,
+  const { rows } = await client.query<LockedSession>(`SELECT ${LOCKED_SESSION_RETURNING} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+  return rows[0];
+}
+
+/** lockSession, and the model and tools of the session's agent (null if the agent is gone) read in the same statement. */
+export async function lockSessionWithAgent(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> {
+  const { rows } = await client.query<LockedSession & { agent: SessionAgent | null }>(
+    `SELECT ${LOCKED_SESSION_COLUMNS.map((column) => `s.${column}`).join(', ')},
+            CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('model', a.model, 'tools', a.tools) END AS agent
+       FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id WHERE s.id = $1 FOR UPDATE OF s`,
     [sessionId],
   );
   return rows[0];
+}
+export interface SessionAgent {
+  model: string;
+  tools: ToolEntry[] | null;
 }
 
 /**

@@ -1,0 +1,81 @@
+import { createActivities } from '../../../activities';
+import { withTransaction } from '../../../src/store/db';
+import { appendEvents, lockSession } from '../../../src/store/events';
+import { startApi, type TestApi } from '../../support/harness';
+import { createTenant, type Tenant } from '../../support/factories';
+import { createAgentAndSession, text } from '../../support/runtime';
+
+/**
+ * The bookkeeping activities on their own (no workflow): Temporal retries an activity
+ * whose result it did not receive, so running one twice with the same input must change
+ * nothing the second time and answer the same.
+ */
+let api: TestApi;
+let tenant: Tenant;
+let activities: ReturnType<typeof createActivities>;
+beforeAll(async () => {
+  api = await startApi();
+  tenant = await createTenant(api.deps.db, { credits: 100n });
+  activities = createActivities(api.deps);
+});
+afterAll(() => api.close());
+
+const userMessage = (sessionId: string, words: string) =>
+  withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type: 'user.message', content: text(words) }]);
+  });
+const types = async (sessionId: string) =>
+  (await api.deps.db.query<{ type: string }>('SELECT type FROM session_events WHERE session_id = $1 ORDER BY seq', [sessionId])).rows.map((row) => row.type);
+const usage = { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 1234 };
+
+test('startRunCycle claims a waiting message once; a retry returns the same claim', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  expect(await activities.startRunCycle({ sessionId, cycleKey: 'c0' })).toEqual({ kind: 'none' });
+
+  await userMessage(sessionId, 'hello');
+  const claim = await activities.startRunCycle({ sessionId, cycleKey: 'c1' });
+  expect(claim).toMatchObject({ kind: 'start', cycleKey: 'c1', model: 'openai/gpt-4o-mini' });
+  expect(await activities.startRunCycle({ sessionId, cycleKey: 'c1' })).toEqual(claim);
+  // A different cycle finds nothing new to claim: the message was consumed.
+  expect(await activities.startRunCycle({ sessionId, cycleKey: 'c2' })).toEqual({ kind: 'none' });
+
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running']);
+  const { rows } = await api.deps.db.query('SELECT status, active_run_id FROM sessions WHERE id = $1', [sessionId]);
+  expect(rows[0]).toEqual({ status: 'running', active_run_id: (claim as { runId: string }).runId });
+});
+
+test('finishRunCycle closes a run and claims the next message in one transaction; a retry bills nothing twice', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'first');
+  const first = (await activities.startRunCycle({ sessionId, cycleKey: 'a1' })) as { runId: string };
+  await userMessage(sessionId, 'second, sent during the first run');
+  const balance = async () => BigInt((await api.deps.db.query('SELECT balance_nano FROM project_credits WHERE project_id = $1', [tenant.projectId])).rows[0].balance_nano);
+  const before = await balance();
+
+  const finish = { sessionId, runId: first.runId, cycleKey: 'a1', usage, contextTokens: 15, stopReason: 'end_turn' as const, endRun: true, claimCycleKey: 'a2' };
+  const next = await activities.finishRunCycle(finish);
+  expect(next).toMatchObject({ kind: 'start', cycleKey: 'a2' });
+  expect((next as { runId: string }).runId).not.toBe(first.runId);
+  expect(await activities.finishRunCycle(finish)).toEqual(next);
+
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.message', 'session.status_idle', 'session.status_running']);
+  expect(before - (await balance())).toBe(1234n);
+  const { rows } = await api.deps.db.query(
+    `SELECT s.status, s.active_run_id, s.credits_nano::int AS credits,
+            (SELECT count(*)::int FROM usage_records u WHERE u.request_id = $2) AS usage_rows
+       FROM sessions s WHERE s.id = $1`,
+    [sessionId, first.runId],
+  );
+  expect(rows[0]).toEqual({ status: 'running', active_run_id: (next as { runId: string }).runId, credits: 1234, usage_rows: 1 });
+});
+
+test('finishRunCycle with nothing waiting leaves the session idle and claims nothing', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'only');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 'b1' })) as { runId: string };
+  const next = await activities.finishRunCycle({ sessionId, runId: run.runId, cycleKey: 'b1', usage, contextTokens: 15, stopReason: 'end_turn', endRun: true, claimCycleKey: 'b2' });
+  expect(next).toEqual({ kind: 'none' });
+  const { rows } = await api.deps.db.query('SELECT status, active_run_id FROM sessions WHERE id = $1', [sessionId]);
+  expect(rows[0]).toEqual({ status: 'idle', active_run_id: null });
+});
