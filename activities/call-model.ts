@@ -140,7 +140,8 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         const blocks: unknown[] = [];
         if (turn.reasoning) blocks.push({ type: 'thought', text: turn.reasoning, extra_content: { gateway: { thinking_ms: turn.thinkingMs ?? 0 } } });
         if (turn.text) {
-          const citations = await runCitations(client, input.sessionId, input.runId);
+          // Only knowledge-base tools record citations: other agents skip the lookup.
+          const citations = (context.agent.tools ?? []).some((tool) => tool.type === 'knowledge_base') ? await runCitations(client, input.sessionId, input.runId) : [];
           blocks.push({ type: 'text', text: turn.text, ...(citations.length > 0 ? { citations } : {}) });
         }
         if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });

@@ -60,17 +60,23 @@ export function createRunCycleActivities(deps: Deps) {
     const agent = session.agent;
     if (!agent) return { kind: 'none' };
 
-    // One read for both questions: did an earlier attempt already claim this cycle, and
-    // which run-starting events wait unprocessed.
-    const { rows: logged } = await client.query<{ type: string; run_id: string | null; attributes: { cycle_kind?: 'start' | 'resume' }; claimed: boolean }>(
-      `SELECT type, run_id, attributes, idempotency_key IS NOT DISTINCT FROM $2 AS claimed FROM session_events
-        WHERE session_id = $1 AND (idempotency_key = $2 OR (processed_at IS NULL AND type = ANY($3))) ORDER BY created_at, seq`,
-      [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES],
+    // One read for every question the claim asks: did an earlier attempt already claim this
+    // cycle, which run-starting events wait unprocessed, and has the active run started.
+    const { rows: [read] } = await client.query<{
+      claimed: { run_id: string; cycle_kind?: 'start' | 'resume' } | null;
+      waiting: string[];
+      started: boolean;
+    }>(
+      `SELECT (SELECT json_build_object('run_id', run_id, 'cycle_kind', attributes->'cycle_kind') FROM session_events
+                WHERE session_id = $1 AND idempotency_key = $2) AS claimed,
+              ARRAY(SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)) AS waiting,
+              EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'session.status_running') AS started`,
+      [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES, session.active_run_id],
     );
-    const already = logged.find((row) => row.claimed);
-    if (already) return { kind: already.attributes.cycle_kind ?? 'start', runId: already.run_id!, cycleKey: input.cycleKey, model: agent.model, limits };
+    const { claimed, waiting, started } = read!;
+    if (claimed) return { kind: claimed.cycle_kind ?? 'start', runId: claimed.run_id, cycleKey: input.cycleKey, model: agent.model, limits };
 
-    const types = new Set(logged.map((row) => row.type));
+    const types = new Set(waiting);
     let runId = session.active_run_id;
     let kind: 'start' | 'resume';
     if (!runId) {
@@ -82,22 +88,18 @@ export function createRunCycleActivities(deps: Deps) {
       kind = 'start';
     } else {
       if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
-      const started = await client.query('SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = $3 LIMIT 1', [
-        session.id,
-        runId,
-        'session.status_running',
-      ]);
-      if (started.rowCount === 0) kind = 'start';
+      if (!started) kind = 'start';
       else if (types.has('user.tool_result')) kind = 'resume';
       else return { kind: 'none' };
     }
 
     await client.query(
-      `UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
-        WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)`,
+      `WITH consumed AS (
+         UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
+          WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3))
+       UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`,
       [session.id, runId, RUN_STARTING_TYPES],
     );
-    await client.query(`UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`, [session.id, runId]);
     await appendEvents(client, session.id, [
       { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
     ]);
