@@ -28,22 +28,27 @@ export interface RunContext {
 export async function loadRunContext(db: Queryable, sessionId: string): Promise<RunContext> {
   // Session, agent and the latest compaction in one read; the events after it in a second.
   const row = (
-    await db.query<{ session: RunContext['session']; agent: AgentRow; compaction: { seq: number; through: number | null; summary: string | null } | null }>(
-      `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id) AS session,
+    await db.query<{ session: RunContext['session']; agent: AgentRow; compaction: { seq: number; through: number | null; summary: string | null } | null }>({
+      name: 'run_context',
+      text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
               (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'summary', e.content->0->'text')
                  FROM session_events e WHERE e.session_id = s.id AND e.type = 'session.compaction'
                 ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) AS compaction
          FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1`,
-      [sessionId],
-    )
+      values: [sessionId],
+    })
   ).rows[0];
   if (!row) throw new Error(`session ${sessionId} not found`);
   const { session, agent, compaction } = row;
   const throughSeq = compaction ? Number(compaction.through ?? compaction.seq) : 0;
   const events = (
-    await db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY created_at, seq`, [sessionId, throughSeq])
+    await db.query<EventRow>({
+      name: 'run_context_events',
+      text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY created_at, seq`,
+      values: [sessionId, throughSeq],
+    })
   ).rows;
   const summary = compaction ? (typeof compaction.summary === 'string' ? compaction.summary : '') : undefined;
   return { session, agent, events, summary };

@@ -66,13 +66,14 @@ export function createRunCycleActivities(deps: Deps) {
       claimed: { run_id: string; cycle_kind?: 'start' | 'resume' } | null;
       waiting: string[];
       started: boolean;
-    }>(
-      `SELECT (SELECT json_build_object('run_id', run_id, 'cycle_kind', attributes->'cycle_kind') FROM session_events
+    }>({
+      name: 'claim_read',
+      text: `SELECT (SELECT json_build_object('run_id', run_id, 'cycle_kind', attributes->'cycle_kind') FROM session_events
                 WHERE session_id = $1 AND idempotency_key = $2) AS claimed,
               ARRAY(SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)) AS waiting,
               EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'session.status_running') AS started`,
-      [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES, session.active_run_id],
-    );
+      values: [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES, session.active_run_id],
+    });
     const { claimed, waiting, started } = read!;
     if (claimed) return { kind: claimed.cycle_kind ?? 'start', runId: claimed.run_id, cycleKey: input.cycleKey, model: agent.model, limits };
 
@@ -93,13 +94,14 @@ export function createRunCycleActivities(deps: Deps) {
       else return { kind: 'none' };
     }
 
-    await client.query(
-      `WITH consumed AS (
+    await client.query({
+      name: 'claim_write',
+      text: `WITH consumed AS (
          UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
           WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3))
        UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`,
-      [session.id, runId, RUN_STARTING_TYPES],
-    );
+      values: [session.id, runId, RUN_STARTING_TYPES],
+    });
     await appendEvents(client, session.id, [
       { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
     ]);

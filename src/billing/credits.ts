@@ -7,7 +7,7 @@ import { creditsExhausted } from '../api/errors';
 export const NANO_PER_CREDIT = 1_000_000_000n;
 
 export async function getBalanceNano(db: Queryable, projectId: string): Promise<bigint> {
-  const { rows } = await db.query<{ balance_nano: string }>('SELECT balance_nano FROM project_credits WHERE project_id = $1', [projectId]);
+  const { rows } = await db.query<{ balance_nano: string }>({ name: 'balance', text: 'SELECT balance_nano FROM project_credits WHERE project_id = $1', values: [projectId] });
   return rows[0] ? BigInt(rows[0].balance_nano) : 0n;
 }
 

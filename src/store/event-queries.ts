@@ -51,9 +51,10 @@ export async function lastEventSeq(db: Queryable, sessionId: string): Promise<st
 
 /** Events after a sequence number, in order (the stream's catch-up read). */
 export async function eventsAfterSeq(db: Queryable, sessionId: string, seq: string, limit = 500): Promise<EventRow[]> {
-  const { rows } = await db.query<EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`,
-    [sessionId, seq, limit],
-  );
+  const { rows } = await db.query<EventRow>({
+    name: 'events_after_seq',
+    text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`,
+    values: [sessionId, seq, limit],
+  });
   return rows;
 }

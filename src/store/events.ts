@@ -55,18 +55,19 @@ const LOCKED_SESSION_COLUMNS = ['id', 'project_id', 'agent_id', 'status', 'activ
 export const LOCKED_SESSION_RETURNING = LOCKED_SESSION_COLUMNS.join(', ');
 
 export async function lockSession(client: PoolClient, sessionId: string): Promise<LockedSession | undefined> {
-  const { rows } = await client.query<LockedSession>(`SELECT ${LOCKED_SESSION_RETURNING} FROM sessions WHERE id = $1 FOR UPDATE`, [sessionId]);
+  const { rows } = await client.query<LockedSession>({ name: 'lock_session', text: `SELECT ${LOCKED_SESSION_RETURNING} FROM sessions WHERE id = $1 FOR UPDATE`, values: [sessionId] });
   return rows[0];
 }
 
 /** lockSession, and the model and tools of the session's agent (null if the agent is gone) read in the same statement. */
 export async function lockSessionWithAgent(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> {
-  const { rows } = await client.query<LockedSession & { agent: SessionAgent | null }>(
-    `SELECT ${LOCKED_SESSION_COLUMNS.map((column) => `s.${column}`).join(', ')},
-            CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('model', a.model, 'tools', a.tools) END AS agent
-       FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id WHERE s.id = $1 FOR UPDATE OF s`,
-    [sessionId],
-  );
+  const { rows } = await client.query<LockedSession & { agent: SessionAgent | null }>({
+    name: 'lock_session_with_agent',
+    text: `SELECT ${LOCKED_SESSION_COLUMNS.map((column) => `s.${column}`).join(', ')},
+                  CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('model', a.model, 'tools', a.tools) END AS agent
+             FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id WHERE s.id = $1 FOR UPDATE OF s`,
+    values: [sessionId],
+  });
   return rows[0];
 }
 export interface SessionAgent {
@@ -79,62 +80,52 @@ export interface SessionAgent {
  * was already appended are not inserted again; the existing row is returned instead.
  * Notifies `session_events` listeners (the streaming endpoint) on commit when anything
  * new was inserted.
- *
- * One statement whatever the number of events: the idempotency lookup, the sequence
- * numbers and every insert travel in a single round trip (a run appends on every step).
  */
 export async function appendEvents(client: PoolClient, sessionId: string, events: NewEvent[]): Promise<EventRow[]> {
-  if (events.length === 0) return [];
-  const input = events.map((event, ord) => ({
-    ord,
-    id: newId('evt'),
-    type: event.type,
-    content: event.content ?? [],
-    attributes: event.attributes ?? {},
-    usage: event.usage ?? null,
-    error_code: event.error_code ?? null,
-    run_id: event.run_id ?? null,
-    idempotency_key: event.idempotency_key ?? null,
-    processed: event.processed ?? false,
-  }));
-  // Fresh events get consecutive seqs and created_at values one microsecond apart after
-  // the session's last event: created_at never goes backwards within a session, even if
-  // the clock does. Postgres delivers one NOTIFY per transaction and payload.
-  const { rows } = await client.query<EventRow & { idempotency_key: string | null; fresh: boolean }>(
-    `WITH input AS (
-       SELECT * FROM jsonb_to_recordset($2::jsonb) AS x(ord int, id text, type text, content jsonb, attributes jsonb, usage jsonb,
-                                                        error_code text, run_id text, idempotency_key text, processed boolean)),
-     existing AS (
-       SELECT e.*, false AS fresh FROM session_events e
-        WHERE e.session_id = $1 AND e.idempotency_key IN (SELECT idempotency_key FROM input WHERE idempotency_key IS NOT NULL)),
-     fresh AS (
-       SELECT i.*, row_number() OVER (ORDER BY i.ord) AS n, count(*) OVER () AS total FROM input i
-        WHERE i.idempotency_key IS NULL OR i.idempotency_key NOT IN (SELECT idempotency_key FROM existing)),
-     s AS (
-       UPDATE sessions SET event_seq = event_seq + (SELECT count(*) FROM fresh),
-              last_event_at = GREATEST(clock_timestamp(), COALESCE(last_event_at, '-infinity'::timestamptz) + interval '1 microsecond')
-                              + ((SELECT count(*) FROM fresh) - 1) * interval '1 microsecond'
-        WHERE id = $1 AND EXISTS (SELECT 1 FROM fresh)
-        RETURNING event_seq, last_event_at),
-     inserted AS (
-       INSERT INTO session_events (id, session_id, seq, type, content, attributes, usage, error_code, run_id, idempotency_key, processed_at, created_at)
-       SELECT f.id, $1, s.event_seq - f.total + f.n, f.type, f.content, f.attributes, f.usage, f.error_code, f.run_id, f.idempotency_key,
-              CASE WHEN f.processed THEN s.last_event_at - (f.total - f.n) * interval '1 microsecond' END,
-              s.last_event_at - (f.total - f.n) * interval '1 microsecond'
-         FROM fresh f CROSS JOIN s CROSS JOIN (SELECT pg_notify('session_events', $1)) AS notified
-       RETURNING ${EVENT_COLUMNS}, idempotency_key, true AS fresh)
-     SELECT ${EVENT_COLUMNS}, idempotency_key, fresh FROM inserted
-     UNION ALL
-     SELECT ${EVENT_COLUMNS}, idempotency_key, fresh FROM existing`,
-    [sessionId, JSON.stringify(input)],
-  );
-  const byId = new Map<string, EventRow>();
-  const byKey = new Map<string, EventRow>();
-  for (const { idempotency_key, fresh, ...row } of rows) {
-    if (fresh) byId.set(row.id, row);
-    else if (idempotency_key) byKey.set(idempotency_key, row);
+  const out: EventRow[] = [];
+  for (const event of events) {
+    const key = event.idempotency_key ?? null;
+    // One round trip per event: the insert itself skips an event whose key is already in
+    // the log. Only then (a retried activity) is the existing row read back.
+    const { rows } = await client.query<EventRow>({
+      name: 'append_event',
+      text: APPEND_EVENT,
+      values: [
+        sessionId,
+        newId('evt'),
+        event.type,
+        JSON.stringify(event.content ?? []),
+        JSON.stringify(event.attributes ?? {}),
+        event.usage ? JSON.stringify(event.usage) : null,
+        event.error_code ?? null,
+        event.run_id ?? null,
+        key,
+        event.processed ?? false,
+      ],
+    });
+    const appended = rows[0] ?? (key ? await appendedEvent(client, sessionId, key) : undefined);
+    if (!appended) throw new Error(`session ${sessionId} not found`);
+    out.push(appended);
   }
-  return input.map((event) => (event.idempotency_key && byKey.get(event.idempotency_key)) || byId.get(event.id)!);
+  return out;
+}
+
+// created_at never goes backwards within a session, even if the clock does. The NOTIFY
+// rides along with each insert; Postgres delivers one per transaction and payload.
+const APPEND_EVENT = `WITH s AS (
+     UPDATE sessions SET event_seq = event_seq + 1,
+            last_event_at = GREATEST(clock_timestamp(), COALESCE(last_event_at, '-infinity'::timestamptz) + interval '1 microsecond')
+      WHERE id = $1
+        AND ($9::text IS NULL OR NOT EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND idempotency_key = $9::text))
+      RETURNING event_seq, last_event_at)
+   INSERT INTO session_events (id, session_id, seq, type, content, attributes, usage, error_code, run_id, idempotency_key, processed_at, created_at)
+   SELECT $2, $1, s.event_seq, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $10::boolean THEN s.last_event_at END, s.last_event_at
+     FROM s CROSS JOIN (SELECT pg_notify('session_events', $1)) AS notified
+   RETURNING ${EVENT_COLUMNS}`;
+
+async function appendedEvent(client: PoolClient, sessionId: string, key: string): Promise<EventRow | undefined> {
+  const { rows } = await client.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND idempotency_key = $2`, [sessionId, key]);
+  return rows[0];
 }
 
 /** The public JSON shape of an event. `thought` blocks are dropped unless asked for. */

@@ -51,7 +51,7 @@ export async function insertSession(db: Queryable, session: NewSession): Promise
 }
 
 export async function findSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
-  const { rows } = await db.query<SessionRow>(`SELECT ${COLUMNS} FROM sessions WHERE id = $1 AND deleted_at IS NULL`, [id]);
+  const { rows } = await db.query<SessionRow>({ name: 'get_session', text: `SELECT ${COLUMNS} FROM sessions WHERE id = $1 AND deleted_at IS NULL`, values: [id] });
   return rows[0];
 }
 
