@@ -1,4 +1,4 @@
-import { Client } from 'pg';
+import { Client, type Pool } from 'pg';
 import type { Logger } from '../logger';
 
 /**
@@ -6,8 +6,9 @@ import type { Logger } from '../logger';
  * sends the session id as payload on commit), fanned out to the open streams of that
  * session. Streams wake up and read the log themselves, so a missed or coalesced
  * notification loses nothing. The connection opens with the first subscriber and closes
- * with the last; if it drops, every stream is told so it can end and the client resumes
- * with Last-Event-ID.
+ * LINGER_MS after the last one left (a client that opens a stream per message would
+ * otherwise cost Postgres a new backend each time), or when the api's pool ends; if it
+ * drops, every stream is told so it can end and the client resumes with Last-Event-ID.
  */
 export const SESSION_EVENTS_CHANNEL = 'session_events';
 
@@ -16,15 +17,33 @@ interface Subscriber {
   onLost: () => void;
 }
 
+const LINGER_MS = 30_000;
+
 export class SessionEventHub {
   private client?: Client;
   private connecting?: Promise<Client>;
+  private lingering?: NodeJS.Timeout;
+  private closed = false;
   private readonly subscribers = new Map<string, Set<Subscriber>>();
 
-  constructor(private readonly databaseUrl: string, private readonly log: Logger) {}
+  constructor(pool: Pool, private readonly databaseUrl: string, private readonly log: Logger) {
+    // pg's Pool has no 'end' event; it removes its idle clients when ending.
+    pool.on('remove', () => {
+      if ((pool as Pool & { ending?: boolean }).ending) this.close();
+    });
+  }
+
+  /** Closes the connection now; later subscriptions fail. */
+  close(): void {
+    this.closed = true;
+    this.disconnect();
+  }
 
   /** Starts listening for the session; resolves once LISTEN is active. Returns the unsubscribe function. */
   async subscribe(sessionId: string, subscriber: Subscriber): Promise<() => void> {
+    if (this.closed) throw new Error('the session event hub is closed');
+    clearTimeout(this.lingering);
+    this.lingering = undefined;
     let set = this.subscribers.get(sessionId);
     if (!set) this.subscribers.set(sessionId, (set = new Set()));
     set.add(subscriber);
@@ -41,7 +60,12 @@ export class SessionEventHub {
     const set = this.subscribers.get(sessionId);
     set?.delete(subscriber);
     if (set && set.size === 0) this.subscribers.delete(sessionId);
-    if (this.subscribers.size === 0) this.disconnect();
+    if (this.subscribers.size === 0 && !this.lingering) {
+      this.lingering = setTimeout(() => {
+        this.lingering = undefined;
+        if (this.subscribers.size === 0) this.disconnect();
+      }, LINGER_MS).unref();
+    }
   }
 
   private connect(): Promise<Client> {
@@ -58,8 +82,7 @@ export class SessionEventHub {
         await client.connect();
         await client.query(`LISTEN ${SESSION_EVENTS_CHANNEL}`);
         this.client = client;
-        // Everyone left while we were connecting: do not keep an idle connection.
-        if (this.subscribers.size === 0) this.disconnect();
+        if (this.closed) this.disconnect();
         return client;
       })().catch((error) => {
         client.end().catch(() => undefined);
@@ -81,6 +104,8 @@ export class SessionEventHub {
   }
 
   private disconnect(): void {
+    clearTimeout(this.lingering);
+    this.lingering = undefined;
     const client = this.client;
     this.client = undefined;
     client?.end().catch(() => undefined);

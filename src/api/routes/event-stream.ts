@@ -22,7 +22,7 @@ const RETRY_MS = 3000;
 const hubs = new WeakMap<Deps, SessionEventHub>();
 function hubFor(deps: Deps): SessionEventHub {
   let hub = hubs.get(deps);
-  if (!hub) hubs.set(deps, (hub = new SessionEventHub(deps.config.DATABASE_URL, deps.logger)));
+  if (!hub) hubs.set(deps, (hub = new SessionEventHub(deps.db, deps.config.DATABASE_URL, deps.logger)));
   return hub;
 }
 
