@@ -7,7 +7,7 @@
  * Also a 5-turn tool-using run (echo server tool called in turns 1-4 via [[repeat:4]], turn 5 answers).
  * After the 100-session phase every session's log is checked: no event lost or duplicated.
  *
- *   npm run bench:runs            (env: BENCH_RUNS_PER_SESSION=5, DATABASE_URL)
+ *   npm run bench:runs            (env: BENCH_RUNS_PER_SESSION=5 (at least 50 runs per phase), BENCH_CONCURRENCY=1,10,100, DATABASE_URL)
  *
  * The simulator (zero latency), the api and the worker run as separate processes, as in
  * production, on a private task queue. Needs the services (npm run services).
@@ -21,6 +21,9 @@ import { loadConfig } from '../src/config';
 import { benchTenant, freePort, pidsOfUser, processCpuMs, ROOT, startProcess, waitFor } from './support';
 
 const RUNS_PER_SESSION = Number(process.env.BENCH_RUNS_PER_SESSION ?? 5);
+// A phase measures at least this many runs, so the 1-session figures are not five samples.
+const MIN_RUNS_PER_PHASE = 50;
+const runsPerSession = (concurrency: number) => Math.max(RUNS_PER_SESSION, Math.ceil(MIN_RUNS_PER_PHASE / concurrency));
 const ONE_TURN = ['user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle'];
 
 
@@ -160,8 +163,9 @@ async function main() {
       return performance.now() - started;
     }
 
-    /** `concurrency` sessions, each running RUNS_PER_SESSION one-turn runs back to back. */
+    /** `concurrency` sessions, each running runsPerSession(concurrency) one-turn runs back to back. */
     async function phase(concurrency: number) {
+      const perSession = runsPerSession(concurrency);
       const sessions = await Promise.all(Array.from({ length: concurrency }, () => newSession(plainAgent.id)));
       // The first run of a session starts its workflow: warm every session up, unmeasured.
       await Promise.all(sessions.map((id) => timedRun(id, 0, 'warm up')));
@@ -170,7 +174,7 @@ async function main() {
       let started = performance.now();
       await Promise.all(
         sessions.map(async (id) => {
-          for (let i = 1; i <= RUNS_PER_SESSION; i++) latencies.push(await timedRun(id, i, `run ${i} of ${id}`));
+          for (let i = 1; i <= perSession; i++) latencies.push(await timedRun(id, i, `run ${i} of ${id}`));
         }),
       );
       const runs = summary(latencies, performance.now() - started);
@@ -179,10 +183,10 @@ async function main() {
       const bare: number[] = [];
       started = performance.now();
       await Promise.all(sessions.map(async (id) => {
-        for (let i = 1; i <= RUNS_PER_SESSION; i++) bare.push(await bareCall(`run ${i} of ${id}`));
+        for (let i = 1; i <= perSession; i++) bare.push(await bareCall(`run ${i} of ${id}`));
       }));
       const simulator = summary(bare, performance.now() - started);
-      return { concurrency, runs, simulator, overhead_p50_ms: round(runs.p50 - simulator.p50), cpu_ms_per_run, sessions };
+      return { concurrency, runs_per_session: perSession, runs, simulator, overhead_p50_ms: round(runs.p50 - simulator.p50), cpu_ms_per_run, sessions };
     }
 
     /**
@@ -208,11 +212,11 @@ async function main() {
     await Promise.all(
       last.sessions.map(async (id) => {
         const events = await allEvents(id);
-        const expected = Array.from({ length: RUNS_PER_SESSION + 1 }, () => ONE_TURN).flat();
+        const expected = Array.from({ length: last.runs_per_session + 1 }, () => ONE_TURN).flat();
         if (JSON.stringify(events.map((e) => e.type)) !== JSON.stringify(expected)) problems.push(`${id}: ${events.map((e) => e.type).join(',')}`);
         if (new Set(events.map((e) => e.id)).size !== events.length) problems.push(`${id}: duplicate ids`);
         const replies = events.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text);
-        const sent = ['warm up', ...Array.from({ length: RUNS_PER_SESSION }, (_, i) => `run ${i + 1} of ${id}`)].map((t) => `You said: ${t}`);
+        const sent = ['warm up', ...Array.from({ length: last.runs_per_session }, (_, i) => `run ${i + 1} of ${id}`)].map((t) => `You said: ${t}`);
         if (JSON.stringify(replies) !== JSON.stringify(sent)) problems.push(`${id}: replies ${JSON.stringify(replies)}`);
       }),
     );
@@ -235,10 +239,9 @@ async function main() {
 
     const result = {
       date: new Date().toISOString(),
-      runs_per_session: RUNS_PER_SESSION,
       one_turn: phases.map(({ sessions: _s, ...rest }) => rest),
       tool_run: { model_turns_per_run: turnsPerRun, tool_activities_per_run: toolResultsPerRun, runs: toolRuns, simulator_five_calls: { p50: bareToolSummary.p50, p90: bareToolSummary.p90, p99: bareToolSummary.p99 } },
-      event_check_100_sessions: { sessions: last.sessions.length, runs: last.sessions.length * (RUNS_PER_SESSION + 1), problems },
+      event_check_100_sessions: { sessions: last.sessions.length, runs: last.sessions.length * (last.runs_per_session + 1), problems },
     };
 
     console.log('\nPOST user.message -> session.status_idle (ms), one-turn runs, zero-latency simulator');
