@@ -16,7 +16,7 @@ import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry }
 import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction, type Queryable } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
-import { buildConversation, loadRunContext, type Conversation, type RunContext } from './run-context';
+import { buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 
 /** Output tokens reserved when deciding whether a prompt fits the context window. */
 const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens);
@@ -99,7 +99,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
      */
     async callModel(input: { sessionId: string; runId: string; turn: number; cycleKey: string }): Promise<TurnOutcome> {
       const keyPrefix = `${input.runId}:turn:${input.turn}`;
-      const context = await loadRunContext(deps.db, input.sessionId);
+      const context = await loadRunContext(deps.db, input.sessionId, input.runId);
       const model = findModel(context.agent.model);
       if (!model) throw ApplicationFailure.create({ type: 'internal_error', message: `unknown model ${context.agent.model}`, nonRetryable: true });
       const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
@@ -140,8 +140,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         const blocks: unknown[] = [];
         if (turn.reasoning) blocks.push({ type: 'thought', text: turn.reasoning, extra_content: { gateway: { thinking_ms: turn.thinkingMs ?? 0 } } });
         if (turn.text) {
-          // Only knowledge-base tools record citations: other agents skip the lookup.
-          const citations = (context.agent.tools ?? []).some((tool) => tool.type === 'knowledge_base') ? await runCitations(client, input.sessionId, input.runId) : [];
+          const citations = distinctCitations(context.runCitations);
           blocks.push({ type: 'text', text: turn.text, ...(citations.length > 0 ? { citations } : {}) });
         }
         if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });
@@ -207,14 +206,9 @@ function classify(
  * A knowledge-base-grounded answer cites the documents the run's knowledge-base tools
  * returned (deduplicated by URI, in the order they were retrieved).
  */
-async function runCitations(client: Queryable, sessionId: string, runId: string) {
-  const { rows } = await client.query<{ citations: Array<{ type: string; document_uri: string; document_title: string }> }>(
-    `SELECT attributes->'_citations' AS citations FROM session_events
-      WHERE session_id = $1 AND run_id = $2 AND attributes ? '_citations' ORDER BY created_at, seq`,
-    [sessionId, runId],
-  );
-  const seen = new Map<string, { type: string; document_uri: string; document_title: string }>();
-  for (const row of rows) for (const citation of row.citations) if (!seen.has(citation.document_uri)) seen.set(citation.document_uri, citation);
+function distinctCitations(perResult: Citation[][]): Citation[] {
+  const seen = new Map<string, Citation>();
+  for (const citations of perResult) for (const citation of citations) if (!seen.has(citation.document_uri)) seen.set(citation.document_uri, citation);
   return [...seen.values()];
 }
 

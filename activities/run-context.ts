@@ -18,30 +18,45 @@ export interface AgentRow {
   settings: Record<string, unknown> | null;
 }
 
+export interface Citation {
+  type: string;
+  document_uri: string;
+  document_title: string;
+}
+
 export interface RunContext {
   session: { id: string; project_id: string; reasoning_effort: string | null; client_id: string | null };
   agent: AgentRow;
   summary?: string;
   events: EventRow[];
+  /** The citations recorded by the given run's knowledge-base tool results, in retrieval order (all of the run, compacted or not). */
+  runCitations: Citation[][];
 }
 
-export async function loadRunContext(db: Queryable, sessionId: string): Promise<RunContext> {
-  // Session, agent and the latest compaction in one read; the events after it in a second.
+export async function loadRunContext(db: Queryable, sessionId: string, runId: string | null = null): Promise<RunContext> {
+  // Session, agent, the latest compaction and the run's citations in one read; the events after the compaction in a second.
   const row = (
-    await db.query<{ session: RunContext['session']; agent: AgentRow; compaction: { seq: number; through: number | null; summary: string | null } | null }>({
+    await db.query<{
+      session: RunContext['session'];
+      agent: AgentRow;
+      compaction: { seq: number; through: number | null; summary: string | null } | null;
+      run_citations: Citation[][];
+    }>({
       name: 'run_context',
       text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
               (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'summary', e.content->0->'text')
                  FROM session_events e WHERE e.session_id = s.id AND e.type = 'session.compaction'
-                ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) AS compaction
+                ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) AS compaction,
+              (SELECT COALESCE(json_agg(e.attributes->'_citations' ORDER BY e.created_at, e.seq), '[]'::json)
+                 FROM session_events e WHERE e.session_id = s.id AND e.run_id = $2 AND e.attributes ? '_citations') AS run_citations
          FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1`,
-      values: [sessionId],
+      values: [sessionId, runId],
     })
   ).rows[0];
   if (!row) throw new Error(`session ${sessionId} not found`);
-  const { session, agent, compaction } = row;
+  const { session, agent, compaction, run_citations: runCitations } = row;
   const throughSeq = compaction ? Number(compaction.through ?? compaction.seq) : 0;
   const events = (
     await db.query<EventRow>({
@@ -51,7 +66,7 @@ export async function loadRunContext(db: Queryable, sessionId: string): Promise<
     })
   ).rows;
   const summary = compaction ? (typeof compaction.summary === 'string' ? compaction.summary : '') : undefined;
-  return { session, agent, events, summary };
+  return { session, agent, events, summary, runCitations };
 }
 
 const textOf = (block: Record<string, unknown>): string | undefined => {

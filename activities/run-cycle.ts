@@ -5,7 +5,7 @@ import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
 import { jsonSchemaError } from '../src/domain/json-schema';
 import { CLIENT_SAFE_MESSAGES, traceparentFor, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
-import { appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type SessionAgent } from '../src/store/events';
+import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
@@ -75,7 +75,12 @@ export function createRunCycleActivities(deps: Deps) {
       values: [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES, session.active_run_id],
     });
     const { claimed, waiting, started } = read!;
-    if (claimed) return { kind: claimed.cycle_kind ?? 'start', runId: claimed.run_id, cycleKey: input.cycleKey, model: agent.model, limits };
+    const claim = (kind: 'start' | 'resume', runId: string): RunCycle => {
+      const toolsetError = kind === 'start' ? toolsetProblem(agent.tools ?? [], isDevelopment(deps.config)) : undefined;
+      return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}) };
+    };
+    // A retry answers as the first attempt did, the toolset check included.
+    if (claimed) return claim(claimed.cycle_kind ?? 'start', claimed.run_id);
 
     const types = new Set(waiting);
     let runId = session.active_run_id;
@@ -105,10 +110,7 @@ export function createRunCycleActivities(deps: Deps) {
     await appendEvents(client, session.id, [
       { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
     ]);
-
-    let toolsetError: RunErrorCode | undefined;
-    if (kind === 'start') toolsetError = toolsetProblem(agent.tools ?? [], isDevelopment(deps.config));
-    return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}) };
+    return claim(kind, runId);
   }
 
   return {
@@ -142,47 +144,44 @@ export function createRunCycleActivities(deps: Deps) {
         const session = await lockSessionWithAgent(client, input.sessionId);
         if (!session) return undefined;
         const key = `${input.cycleKey}:end`;
-        const done = await client.query('SELECT 1 FROM session_events WHERE session_id = $1 AND idempotency_key = $2', [session.id, key]);
-        if (done.rowCount) return undefined;
-
         const usage = { ...input.usage };
+        // The closing event is appended first: if an earlier attempt already appended it, that
+        // attempt also did everything below in the same transaction, so there is nothing left to do.
+        let closing: NewEvent;
         if (input.errorCode) {
-          await appendEvents(client, session.id, [
-            {
-              type: 'session.error',
-              content: [{ type: 'error', message: CLIENT_SAFE_MESSAGES[input.errorCode], code: input.errorCode }],
-              usage,
-              error_code: input.errorCode,
-              run_id: input.runId,
-              idempotency_key: key,
-              processed: true,
-            },
-          ]);
+          closing = {
+            type: 'session.error',
+            content: [{ type: 'error', message: CLIENT_SAFE_MESSAGES[input.errorCode], code: input.errorCode }],
+            usage,
+            error_code: input.errorCode,
+            run_id: input.runId,
+            idempotency_key: key,
+            processed: true,
+          };
         } else {
           const toolUseIds = input.toolCalls?.map((call) => call.id);
           const traceId = createHash('sha256').update(input.runId).digest('hex').slice(0, 32);
-          await appendEvents(client, session.id, [
-            {
-              type: 'session.status_idle',
-              attributes: {
-                stop_reason: input.stopReason ?? 'end_turn',
-                context_tokens: input.contextTokens,
-                ...(toolUseIds
-                  ? {
-                      tool_use_ids: toolUseIds,
-                      tool_traceparents: Object.fromEntries(
-                        toolUseIds.map((id) => [id, traceparentFor(traceId, createHash('sha256').update(id).digest('hex').slice(0, 16))]),
-                      ),
-                    }
-                  : {}),
-              },
-              usage,
-              run_id: input.runId,
-              idempotency_key: key,
-              processed: true,
+          closing = {
+            type: 'session.status_idle',
+            attributes: {
+              stop_reason: input.stopReason ?? 'end_turn',
+              context_tokens: input.contextTokens,
+              ...(toolUseIds
+                ? {
+                    tool_use_ids: toolUseIds,
+                    tool_traceparents: Object.fromEntries(
+                      toolUseIds.map((id) => [id, traceparentFor(traceId, createHash('sha256').update(id).digest('hex').slice(0, 16))]),
+                    ),
+                  }
+                : {}),
             },
-          ]);
+            usage,
+            run_id: input.runId,
+            idempotency_key: key,
+            processed: true,
+          };
         }
+        if (!(await appendEvent(client, session.id, closing)).inserted) return undefined;
 
         const { rows: updated } = await client.query<LockedSession>(
           `UPDATE sessions SET

@@ -42,13 +42,11 @@ export async function grantCredits(pool: Pool, projectId: string, nano: bigint, 
 /** Debits inside the caller's transaction: one atomic row update plus a ledger line. */
 export async function debitCredits(client: Queryable, projectId: string, nano: bigint, reference: string | null): Promise<void> {
   if (nano <= 0n) return;
-  await client.query('UPDATE project_credits SET balance_nano = balance_nano - $2, updated_at = now() WHERE project_id = $1', [
-    projectId,
-    nano.toString(),
-  ]);
-  await client.query(`INSERT INTO credit_ledger (project_id, kind, delta_nano, reference) VALUES ($1, 'debit', $2, $3)`, [
-    projectId,
-    (-nano).toString(),
-    reference,
-  ]);
+  // One statement: the balance and its ledger line change together even outside a transaction.
+  await client.query({
+    name: 'debit_credits',
+    text: `WITH debited AS (UPDATE project_credits SET balance_nano = balance_nano - $2::bigint, updated_at = now() WHERE project_id = $1)
+           INSERT INTO credit_ledger (project_id, kind, delta_nano, reference) VALUES ($1, 'debit', -($2::bigint), $3)`,
+    values: [projectId, nano.toString(), reference],
+  });
 }

@@ -33,10 +33,13 @@ export class SessionEventHub {
     });
   }
 
-  /** Closes the connection now; later subscriptions fail. */
+  /** Closes the connection now and ends the open streams; later subscriptions fail. */
   close(): void {
     this.closed = true;
     this.disconnect();
+    const all = [...this.subscribers.values()].flatMap((set) => [...set]);
+    this.subscribers.clear();
+    for (const subscriber of all) subscriber.onLost();
   }
 
   /** Starts listening for the session; resolves once LISTEN is active. Returns the unsubscribe function. */
@@ -71,7 +74,7 @@ export class SessionEventHub {
   private connect(): Promise<Client> {
     if (this.client) return Promise.resolve(this.client);
     if (!this.connecting) {
-      const client = new Client({ connectionString: this.databaseUrl });
+      const client = new Client({ connectionString: this.databaseUrl, application_name: 'gateway-event-streams' });
       this.connecting = (async () => {
         client.on('notification', (message) => {
           if (message.channel !== SESSION_EVENTS_CHANNEL || !message.payload) return;
@@ -80,9 +83,11 @@ export class SessionEventHub {
         client.on('error', (error) => this.lost(client, error));
         client.on('end', () => this.lost(client));
         await client.connect();
+        // A lingering listener must never keep a process alive that is otherwise done.
+        (client as Client & { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
         await client.query(`LISTEN ${SESSION_EVENTS_CHANNEL}`);
+        if (this.closed) throw new Error('the session event hub is closed');
         this.client = client;
-        if (this.closed) this.disconnect();
         return client;
       })().catch((error) => {
         client.end().catch(() => undefined);

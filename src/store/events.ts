@@ -83,31 +83,35 @@ export interface SessionAgent {
  */
 export async function appendEvents(client: PoolClient, sessionId: string, events: NewEvent[]): Promise<EventRow[]> {
   const out: EventRow[] = [];
-  for (const event of events) {
-    const key = event.idempotency_key ?? null;
-    // One round trip per event: the insert itself skips an event whose key is already in
-    // the log. Only then (a retried activity) is the existing row read back.
-    const { rows } = await client.query<EventRow>({
-      name: 'append_event',
-      text: APPEND_EVENT,
-      values: [
-        sessionId,
-        newId('evt'),
-        event.type,
-        JSON.stringify(event.content ?? []),
-        JSON.stringify(event.attributes ?? {}),
-        event.usage ? JSON.stringify(event.usage) : null,
-        event.error_code ?? null,
-        event.run_id ?? null,
-        key,
-        event.processed ?? false,
-      ],
-    });
-    const appended = rows[0] ?? (key ? await appendedEvent(client, sessionId, key) : undefined);
-    if (!appended) throw new Error(`session ${sessionId} not found`);
-    out.push(appended);
-  }
+  for (const event of events) out.push((await appendEvent(client, sessionId, event)).row);
   return out;
+}
+
+/** appendEvents for one event, saying whether it was inserted now (false: its key was already in the log). */
+export async function appendEvent(client: PoolClient, sessionId: string, event: NewEvent): Promise<{ row: EventRow; inserted: boolean }> {
+  const key = event.idempotency_key ?? null;
+  // One round trip: the insert itself skips an event whose key is already in the log.
+  // Only then (a retried activity) is the existing row read back.
+  const { rows } = await client.query<EventRow>({
+    name: 'append_event',
+    text: APPEND_EVENT,
+    values: [
+      sessionId,
+      newId('evt'),
+      event.type,
+      JSON.stringify(event.content ?? []),
+      JSON.stringify(event.attributes ?? {}),
+      event.usage ? JSON.stringify(event.usage) : null,
+      event.error_code ?? null,
+      event.run_id ?? null,
+      key,
+      event.processed ?? false,
+    ],
+  });
+  if (rows[0]) return { row: rows[0], inserted: true };
+  const appended = key ? await appendedEvent(client, sessionId, key) : undefined;
+  if (!appended) throw new Error(`session ${sessionId} not found`);
+  return { row: appended, inserted: false };
 }
 
 // created_at never goes backwards within a session, even if the clock does. The NOTIFY

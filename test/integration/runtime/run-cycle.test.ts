@@ -79,3 +79,13 @@ test('finishRunCycle with nothing waiting leaves the session idle and claims not
   const { rows } = await api.deps.db.query('SELECT status, active_run_id FROM sessions WHERE id = $1', [sessionId]);
   expect(rows[0]).toEqual({ status: 'idle', active_run_id: null });
 });
+
+test('a retried claim of a run whose agent cannot run reports the toolset problem again', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [{ type: 'custom', name: 'broken', input_schema: { type: 'object', properties: 5 } }],
+  });
+  await userMessage(sessionId, 'hello');
+  const first = await activities.startRunCycle({ sessionId, cycleKey: 'd1' });
+  expect(first).toMatchObject({ kind: 'start', toolsetError: 'invalid_tool_schema' });
+  expect(await activities.startRunCycle({ sessionId, cycleKey: 'd1' })).toEqual(first);
+});

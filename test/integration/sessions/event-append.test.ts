@@ -4,8 +4,8 @@ import { appendEvents, lockSession, type NewEvent } from '../../../src/store/eve
 import { createSession, tenantWithAgent } from './support';
 
 /**
- * appendEvents writes a whole batch in one statement; these pin down what callers rely on:
- * input order, consecutive seqs, strictly increasing created_at, idempotency by key.
+ * What appendEvents' callers rely on: input order, consecutive seqs, strictly increasing
+ * created_at, idempotency by key (an existing event comes back, nothing is inserted twice).
  */
 let api: TestApi;
 beforeAll(async () => {

@@ -21,35 +21,44 @@ async function eventually(check: () => Promise<boolean> | boolean): Promise<void
   throw new Error('condition not met within 2 s');
 }
 
-test('a stream opened after the last one closed reuses the listening connection; the pool ending closes it', async () => {
+test('a stream opened after the last one closed reuses the listening connection; the pool ending closes it and ends open streams', async () => {
   const pool = createPool(config.DATABASE_URL, 2);
   await pool.query('SELECT 1'); // the pool holds an idle client, as a serving api does
   const hub = new SessionEventHub(pool, config.DATABASE_URL, logger);
-  const session = uniqueId('sesn_');
-  let woken = 0;
-  const subscriber = { onAppend: () => woken++, onLost: () => undefined };
-
-  const unsubscribe = await hub.subscribe(session, subscriber);
-  const pid = listenerPid(hub);
-  expect(pid).toBeGreaterThan(0);
-  await pool.query("SELECT pg_notify('session_events', $1)", [session]);
-  await eventually(() => woken === 1);
-  unsubscribe();
-
-  // The next stream finds the same backend still listening.
-  const again = await hub.subscribe(session, subscriber);
-  expect(listenerPid(hub)).toBe(pid);
-  await pool.query("SELECT pg_notify('session_events', $1)", [session]);
-  await eventually(() => woken === 2);
-  again();
-
-  await pool.end();
-  const probe = new Client({ connectionString: config.DATABASE_URL });
-  await probe.connect();
   try {
-    await eventually(async () => (await probe.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0);
+    const session = uniqueId('sesn_');
+    let woken = 0;
+    let lost = 0;
+    const subscriber = { onAppend: () => woken++, onLost: () => lost++ };
+
+    const unsubscribe = await hub.subscribe(session, subscriber);
+    const pid = listenerPid(hub);
+    expect(pid).toBeGreaterThan(0);
+    await pool.query("SELECT pg_notify('session_events', $1)", [session]);
+    await eventually(() => woken === 1);
+    unsubscribe();
+
+    // The next stream finds the same backend still listening.
+    const again = await hub.subscribe(session, subscriber);
+    expect(listenerPid(hub)).toBe(pid);
+    await pool.query("SELECT pg_notify('session_events', $1)", [session]);
+    await eventually(() => woken === 2);
+    again();
+
+    // A stream still open when the api shuts down is told, so it can end.
+    await hub.subscribe(session, subscriber);
+    await pool.end();
+    await eventually(() => lost === 1);
+    const probe = new Client({ connectionString: config.DATABASE_URL });
+    await probe.connect();
+    try {
+      await eventually(async () => (await probe.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0);
+    } finally {
+      await probe.end();
+    }
+    await expect(hub.subscribe(session, subscriber)).rejects.toThrow(/closed/);
   } finally {
-    await probe.end();
+    hub.close();
+    await pool.end().catch(() => undefined);
   }
-  await expect(hub.subscribe(session, subscriber)).rejects.toThrow(/closed/);
 });
