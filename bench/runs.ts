@@ -66,6 +66,7 @@ async function main() {
   // The reconciler plays no part in a benchmark (nothing is left unsignalled).
   const worker = startProcess('src/bin/worker.ts', { ...common, LOG_LEVEL: 'info', RECONCILE_INTERVAL_MS: '3600000', DATABASE_POOL_SIZE: '40' }, 'pipe');
   const workerReady = waitForOutput(worker, 'worker polling');
+  workerReady.catch(() => undefined); // awaited below; a worker that dies early must not crash this process first
 
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const call = async (method: string, route: string, body?: unknown): Promise<any> => {

@@ -20,9 +20,18 @@ export const freePort = () =>
     });
   });
 
+// Children still running when the benchmark exits, however it exits (a crash included), are stopped.
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
 /** Runs one of src/bin/*.ts as its own process (as in production), stderr passed through. */
 export function startProcess(script: string, env: Record<string, string>, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
 }
 
 /** Polls `url` until it answers 2xx (about 30 s at most). */
