@@ -14,7 +14,7 @@ import {
 import { estimateRequestTokens } from '../src/providers/tokens';
 import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
 import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
-import { withTransaction, type Queryable } from '../src/store/db';
+import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 

@@ -26,7 +26,6 @@
  *
  * Postgres must be up (npm run services). Goal: added p50 <= 1 ms and p99 <= 5 ms at 500 requests/s.
  */
-import type { ChildProcess } from 'node:child_process';
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import path from 'node:path';
@@ -130,8 +129,7 @@ const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice
 
 async function main() {
   const config = loadConfig();
-  const { projectId, key } = await benchTenant(config, 'bench');
-  const project = { id: projectId };
+  const { key } = await benchTenant(config, 'bench');
 
   const [simPort, apiPort] = [await freePort(), await freePort()];
   const simulator = startProcess('src/bin/simulator.ts', { SIMULATOR_PORT: String(simPort), LOG_LEVEL: 'warn' });

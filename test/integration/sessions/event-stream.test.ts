@@ -1,6 +1,6 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { bearer, createTenant } from '../../support/factories';
-import { apiClient, createSession, tenantWithAgent, type ApiClient } from './support';
+import { createSession, tenantWithAgent, type ApiClient } from './support';
 
 let api: TestApi;
 beforeAll(async () => {
