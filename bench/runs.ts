@@ -7,7 +7,8 @@
  * Also a 5-turn tool-using run (echo server tool called in turns 1-4 via [[repeat:4]], turn 5 answers).
  * After the 100-session phase every session's log is checked: no event lost or duplicated.
  *
- *   npm run bench:runs            (env: BENCH_RUNS_PER_SESSION=5 (at least 50 runs per phase), BENCH_CONCURRENCY=1,10,100, DATABASE_URL)
+ *   npm run bench:runs            (env: BENCH_RUNS_PER_SESSION=5 (at least 50 runs per phase), BENCH_CONCURRENCY=1,10,100, DATABASE_URL,
+ *                                  BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the api, worker and simulator)
  *
  * The simulator (zero latency), the api and the worker run as separate processes, as in
  * production, on a private task queue. Needs the services (npm run services).

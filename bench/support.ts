@@ -26,9 +26,12 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGTERM');
 });
 
+// Extra node flags for the children, e.g. BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile them.
+const CHILD_NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+
 /** Runs one of src/bin/*.ts as its own process (as in production), stderr passed through. */
 export function startProcess(script: string, env: Record<string, string>, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
+  const child = spawn(process.execPath, [...CHILD_NODE_FLAGS, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
   running.add(child);
   child.once('exit', () => running.delete(child));
   return child;
