@@ -17,20 +17,10 @@ import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
+import { heartbeating } from './heartbeat';
 
 /** Output tokens reserved when deciding whether a prompt fits the context window. */
 const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens);
-
-/** Runs `work` while heartbeating, so cancellation (an interrupt) reaches this activity. */
-async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const context = Context.current();
-  const timer = setInterval(() => context.heartbeat(), 1000);
-  try {
-    return await work(context.cancellationSignal);
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 /** Provider failures become ApplicationFailures whose type is the run error code. */
 export function toRunFailure(error: unknown): Error {

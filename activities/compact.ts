@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Deps } from '../src/deps';
 import { computeCreditsNano, findModel, type ProviderRegistry } from '../src/providers';
 import { estimateRequestTokens } from '../src/providers/tokens';
@@ -7,6 +7,7 @@ import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
 import { loadRunContext } from './run-context';
 import { runRequest, toRunFailure } from './call-model';
+import { heartbeating } from './heartbeat';
 
 const SUMMARY_PROMPT =
   'Summarize the conversation below for your own future reference: keep every fact, decision, open question and tool result that later turns may need. Answer with the summary only.';
@@ -21,8 +22,13 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
     async compactContext(input: { sessionId: string; runId: string; turn: number }): Promise<{ fits: boolean; contextTokens: number; usage: RunUsage }> {
       const context = await loadRunContext(deps.db, input.sessionId);
       const model = findModel(context.agent.model)!;
+      const keyPrefix = `${input.runId}:compaction:${input.turn}:`;
       const lastUser = context.events.map((e) => e.type).lastIndexOf('user.message');
-      if (lastUser <= 0) return { fits: false, contextTokens: 0, usage: zeroUsage() };
+      if (lastUser <= 0) {
+        // A retry of an attempt whose summary was already appended: report that compaction.
+        const done = await recordedCompaction(deps, input.sessionId, keyPrefix);
+        return done ? fitsNow(deps, input.sessionId, done.usage) : { fits: false, contextTokens: 0, usage: zeroUsage() };
+      }
       const older = context.events.slice(0, lastUser);
       const transcript = runRequest({ ...context, events: older }, model)
         .messages.map((m) => `${m.role}: ${m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `[tool ${p.name} ${JSON.stringify(p.input)}]` : p.type === 'tool-result' ? `[result ${String(p.content).slice(0, 2000)}]` : '')).join(' ')}`)
@@ -30,15 +36,21 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       let summary: string;
       let usage = zeroUsage();
       try {
-        const result = await providers.generate({
-          model,
-          system: [{ type: 'text', text: SUMMARY_PROMPT }],
-          messages: [{ role: 'user', content: [{ type: 'text', text: `${context.summary ? `Earlier summary:\n${context.summary}\n\n` : ''}${transcript}` }] }],
-          max_tokens: Math.min(1024, model.max_output_tokens),
-        });
+        const result = await heartbeating((signal) =>
+          providers.generate(
+            {
+              model,
+              system: [{ type: 'text', text: SUMMARY_PROMPT }],
+              messages: [{ role: 'user', content: [{ type: 'text', text: `${context.summary ? `Earlier summary:\n${context.summary}\n\n` : ''}${transcript}` }] }],
+              max_tokens: Math.min(1024, model.max_output_tokens),
+            },
+            { signal },
+          ),
+        );
         summary = result.content.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
         usage = { ...result.usage, credits_nano: computeCreditsNano(model, result.usage) };
       } catch (error) {
+        if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
         throw toRunFailure(error);
       }
       if (!summary) throw ApplicationFailure.create({ type: 'internal_error', message: 'empty summary', nonRetryable: true });
@@ -50,17 +62,35 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
           {
             type: 'session.compaction',
             content: [{ type: 'text', text: summary }],
-            attributes: { compacted_through_seq: throughSeq },
+            // The summary's usage is kept with it, so a retried attempt still bills it.
+            attributes: { compacted_through_seq: throughSeq, _usage: usage },
             run_id: input.runId,
-            idempotency_key: `${input.runId}:compaction:${input.turn}:${throughSeq}`,
+            idempotency_key: `${keyPrefix}${throughSeq}`,
             processed: true,
           },
         ]);
       });
-      const after = await loadRunContext(deps.db, input.sessionId);
-      const estimate = estimateRequestTokens(runRequest(after, model));
-      const reserve = Math.min(after.agent.max_tokens ?? 1024, model.max_output_tokens);
-      return { fits: estimate + reserve <= model.context_window, contextTokens: estimate, usage };
+      return fitsNow(deps, input.sessionId, usage);
     },
   };
+}
+
+/** Whether the context as it now stands (after the latest compaction) fits the model's window. */
+async function fitsNow(deps: Deps, sessionId: string, usage: RunUsage): Promise<{ fits: boolean; contextTokens: number; usage: RunUsage }> {
+  const after = await loadRunContext(deps.db, sessionId);
+  const model = findModel(after.agent.model)!;
+  const estimate = estimateRequestTokens(runRequest(after, model));
+  const reserve = Math.min(after.agent.max_tokens ?? 1024, model.max_output_tokens);
+  return { fits: estimate + reserve <= model.context_window, contextTokens: estimate, usage };
+}
+
+/** The compaction an earlier attempt of this activity appended, if any. */
+async function recordedCompaction(deps: Deps, sessionId: string, keyPrefix: string): Promise<{ usage: RunUsage } | null> {
+  const { rows } = await deps.db.query<{ usage: RunUsage | null }>(
+    `SELECT attributes->'_usage' AS usage FROM session_events
+      WHERE session_id = $1 AND type = 'session.compaction' AND starts_with(idempotency_key, $2)
+      ORDER BY seq DESC LIMIT 1`,
+    [sessionId, keyPrefix],
+  );
+  return rows[0] ? { usage: rows[0].usage ?? zeroUsage() } : null;
 }

@@ -5,6 +5,10 @@ import { roleOf, searchDeferredTools, toolErrorEnvelope, validateToolInput } fro
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
 import { buildConversation, loadRunContext } from './run-context';
+import { heartbeating } from './heartbeat';
+
+// node's randomInt draws from ranges narrower than 2^48.
+const RANDOM_SPAN_LIMIT = 2 ** 48;
 
 export interface ToolAnswer {
   content: string;
@@ -33,8 +37,10 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
           break;
         case 'random_number': {
           const min = Number(args.min), max = Number(args.max);
-          if (!Number.isInteger(min) || !Number.isInteger(max) || min > max) {
-            answer = failure('invalid_input', 'min and max must be integers with min <= max', Number.isInteger(min) ? 'max' : 'min', true);
+          if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min > max) {
+            answer = failure('invalid_input', 'min and max must be integers with min <= max', Number.isSafeInteger(min) ? 'max' : 'min', true);
+          } else if (max - min >= RANDOM_SPAN_LIMIT) {
+            answer = failure('invalid_input', 'max - min must be below 2^48', 'max', true);
           } else answer = isDevelopment(deps.config) ? { content: String(randomInt(min, max + 1)) } : unavailable(input.call.name);
           break;
         }
@@ -42,19 +48,19 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
           answer = { content: JSON.stringify({ tools: searchDeferredTools(tools, String(args.query ?? '')) }) };
           break;
         case 'deferred': {
+          // A loaded deferred tool reaches here only with a malformed input, or when one turn
+          // named it twice before it was loaded: the second call is answered like the first.
           const loaded = buildConversation(context).loadedTools.has(input.call.name);
-          if (!loaded) {
-            answer = { content: `Tool ${input.call.name} is now loaded; call it again with its input.`, status: 'tool_loaded' };
-          } else {
-            const problem = validateToolInput(role.entry.input_schema ?? { type: 'object' }, args);
-            answer = failure('invalid_input', problem?.message ?? 'invalid input', problem?.field, true);
-          }
+          const problem = loaded ? validateToolInput(role.entry.input_schema ?? { type: 'object' }, args) : null;
+          answer = problem
+            ? failure('invalid_input', problem.message, problem.field, true)
+            : { content: `Tool ${input.call.name} is now loaded; call it again with its input.`, status: 'tool_loaded' };
           break;
         }
         case 'kb_search':
         case 'kb_fetch':
           answer = extra.knowledgeBase
-            ? await extra.knowledgeBase({ projectId: context.session.project_id, kind: role.kind, entry: role.entry, input: args })
+            ? await heartbeating(() => extra.knowledgeBase!({ projectId: context.session.project_id, kind: role.kind, entry: role.entry, input: args }))
             : unavailable(input.call.name);
           break;
         default:

@@ -56,6 +56,9 @@ const LOCAL_BOOKKEEPING_PATCH = 'local-bookkeeping';
 // Histories recorded before a run's closing activity also claimed the next run called
 // startRunCycle separately after every run.
 const CLAIM_ON_CLOSE_PATCH = 'claim-on-close';
+// Histories recorded before an interrupt that arrived ahead of its run (or during a resume's
+// claim) was kept: such an interrupt used to be dropped.
+const EARLY_INTERRUPT_PATCH = 'early-interrupt';
 const bookkeepingActivities = {
   startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
     (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
@@ -92,12 +95,20 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   let currentRunId: string | undefined;
   let currentScope: CancellationScope | undefined;
   let interruptRequested = false;
+  // The api claims a run when it accepts the message, so an interrupt can name a run this
+  // workflow has not started yet (its signal came with the message's, or while the previous
+  // run's close claimed it). Kept here, it cancels that run as soon as it starts.
+  let interruptedRunId: string | undefined;
 
   setHandler(eventsAppendedSignal, () => {
     signalled = true;
   });
   setHandler(interruptSignal, (runId) => {
-    if (!currentRunId || (runId && runId !== currentRunId)) return; // not the run in flight: nothing to cancel
+    if (runId && runId !== currentRunId) {
+      interruptedRunId = runId;
+      return;
+    }
+    if (!currentRunId) return; // no run in flight: nothing to cancel
     interruptRequested = true;
     currentScope?.cancel();
   });
@@ -113,6 +124,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
 
     const scope = new CancellationScope();
     currentScope = scope;
+    // An interrupt that came before this cycle's scope existed (ahead of the run, or during a
+    // resume's claim) cancels the cycle before its first turn.
+    if (interruptRequested && patched(EARLY_INTERRUPT_PATCH)) scope.cancel();
     let timedOut = false;
     const timerScope = startTimer(cycle.limits.runTimeoutMs, () => {
       timedOut = true;
@@ -173,7 +187,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     let turns = 0;
     let next: RunCycle | undefined;
     currentRunId = cycle.runId;
-    interruptRequested = false;
+    interruptRequested = interruptedRunId === cycle.runId && patched(EARLY_INTERRUPT_PATCH);
     setStatus('running');
     for (;;) {
       const result = await runCycle(cycle, turns);

@@ -70,6 +70,37 @@ test('user.interrupt cancels exactly the run in flight: status_idle user_cancell
   expect(Date.now() - started).toBeLessThan(15_000);
 });
 
+test('an interrupt that names a run before the workflow has started it still cancels that run', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  // With no worker polling, the message's signal and the interrupt's reach the workflow in
+  // one activation, before it has started the run the api claimed for the message.
+  await worker.stop();
+  try {
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:20000]] never asked') }]);
+    await sendEvents(api.deps, session, [{ type: 'user.interrupt', content: [] }]);
+  } finally {
+    worker = await startTestWorker(api.deps);
+  }
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('user_cancelled');
+  expect(events.map((e) => e.type)).toEqual(['user.message', 'user.interrupt', 'session.status_running', 'session.status_idle']);
+  expect(simulator.requests.some((r) => JSON.stringify(r.body).includes('never asked'))).toBe(false);
+});
+
+test('a compaction whose summary call takes longer than the heartbeat timeout still completes', async () => {
+  // The first message's [[delay]] is in the transcript the summary call sends, so that call
+  // takes 11 s: longer than the 10 s heartbeat timeout of a run's activities.
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4' });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'alpha '.repeat(2500)}[[tokens:20]] [[delay:11000]]`) }]);
+  await waitForEvent(api.deps, session.sessionId, 'closing', 1, 30_000);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'beta '.repeat(3000)}[[tokens:10]]`) }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2, 40_000);
+  expect(event.stop_reason).toBe('end_turn');
+  expect(events.filter((e) => e.type === 'session.compaction')).toHaveLength(1);
+  const summaryCalls = simulator.requests.filter((r) => JSON.stringify(r.body).includes('Summarize the conversation'));
+  expect(summaryCalls).toHaveLength(1); // not retried after a heartbeat timeout
+}, 90_000);
+
 test('server-side echo tool runs as an activity and the run continues', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"ping-42"}]]') }]);
@@ -131,6 +162,28 @@ test('a deferred tool named directly is loaded (tool_loaded, nothing executed), 
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:book {"seats":4}]]') }]);
   const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 3);
   expect(event.stop_reason).toBe('client_tool_use');
+});
+
+test('a deferred tool named twice in one turn is loaded once and both calls are answered tool_loaded', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [{ name: 'book', description: 'books a table', defer_loading: true, input_schema: { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] } }],
+  });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool-unoffered:book {"seats":2}]] [[tool-unoffered:book {"seats":3}]]') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('end_turn');
+  const results = events.filter((e) => e.type === 'user.tool_result').flatMap((e) => e.content);
+  expect(results).toHaveLength(2);
+  for (const result of results) expect(result).toMatchObject({ status: 'tool_loaded' });
+});
+
+test('random_number answers a range it cannot draw from with a model-readable invalid_input', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'random_number', name: 'dice' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:dice {"min":0,"max":1000000000000000}]]') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('end_turn');
+  const result = events.find((e) => e.type === 'user.tool_result')!;
+  expect(result.error_code).toBe('invalid_input');
+  expect(JSON.parse(result.content[0].content).error).toMatchObject({ code: 'invalid_input', field: 'max', retryable: true });
 });
 
 test('an upstream client error ends the run with session.error upstream_error', async () => {
