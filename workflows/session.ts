@@ -116,9 +116,10 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   const setStatus = (status: string) => upsertSearchAttributes({ SessionStatus: [status] });
 
   /** Runs turns until the run stops, fails or pauses for client tools. */
-  async function runCycle(cycle: ActiveCycle, turnsSoFar: number): Promise<{ end: CycleEnd; usage: RunUsage; contextTokens: number; turns: number }> {
+  async function runCycle(cycle: ActiveCycle, turnsSoFar: number, contextTokensSoFar: number): Promise<{ end: CycleEnd; usage: RunUsage; contextTokens: number; turns: number }> {
     let usage = zeroUsage();
-    let contextTokens = 0;
+    // The run's latest turn so far: a resumed cycle that ends before its first turn reports it.
+    let contextTokens = contextTokensSoFar;
     let turns = turnsSoFar;
     if (cycle.toolsetError) return { end: { kind: 'error', code: cycle.toolsetError }, usage, contextTokens, turns };
 
@@ -185,13 +186,15 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   async function executeRun(first: ActiveCycle): Promise<RunCycle | undefined> {
     let cycle = first;
     let turns = 0;
+    let contextTokens = 0;
     let next: RunCycle | undefined;
     currentRunId = cycle.runId;
     interruptRequested = interruptedRunId === cycle.runId && patched(EARLY_INTERRUPT_PATCH);
     setStatus('running');
     for (;;) {
-      const result = await runCycle(cycle, turns);
+      const result = await runCycle(cycle, turns, contextTokens);
       turns = result.turns;
+      contextTokens = result.contextTokens;
       const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) => {
         // A run's end also claims the next run in the same activity, unless the workflow is
         // being cancelled (which starts nothing new).

@@ -132,6 +132,15 @@ async function appendedEvent(client: PoolClient, sessionId: string, key: string)
   return rows[0];
 }
 
+/**
+ * The stored attributes an event type shows as top-level fields (the spec's). Every other
+ * attribute is the gateway's own bookkeeping (a turn's stop, a run cycle's kind, citation
+ * data, a compaction's extent) and never reaches clients.
+ */
+const PUBLIC_ATTRIBUTES: Record<string, readonly string[]> = {
+  'session.status_idle': ['stop_reason', 'context_tokens', 'tool_use_ids', 'tool_traceparents'],
+};
+
 /** The public JSON shape of an event. `thought` blocks are dropped unless asked for. */
 export function presentEvent(row: EventRow, options: { includeThinking?: boolean } = {}): Record<string, unknown> {
   let content = row.content;
@@ -145,9 +154,8 @@ export function presentEvent(row: EventRow, options: { includeThinking?: boolean
       return rest;
     });
   }
-  // Attributes starting with `_` are the gateway's own bookkeeping (e.g. citation data of a
-  // knowledge-base tool result), never shown to clients.
-  const attributes = Object.fromEntries(Object.entries(row.attributes).filter(([key]) => !key.startsWith('_')));
+  const shown = PUBLIC_ATTRIBUTES[row.type] ?? [];
+  const attributes = Object.fromEntries(Object.entries(row.attributes).filter(([key]) => shown.includes(key)));
   return {
     id: row.id,
     type: row.type,

@@ -38,7 +38,7 @@ async function requireCollections(db: Queryable, projectId: string, tools: reado
  */
 export function agentsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('agent', idParam(ResourceIdSchema, 'agent'));
+  router.param('agent_id', idParam(ResourceIdSchema, 'agent'));
   const guard = [rateLimit(deps), authenticate(deps, { scope: 'agents' })];
   const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
 

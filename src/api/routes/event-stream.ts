@@ -34,7 +34,7 @@ function hubFor(deps: Deps): SessionEventHub {
  */
 export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('session', idParam(ResourceIdSchema, 'session'));
+  router.param('session_id', idParam(ResourceIdSchema, 'session'));
   const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions', accept: EVENT_CREDENTIALS })];
 
   router.get('/v1beta1/sessions/:session_id/events/stream', ...guard, async (ctx) => {

@@ -28,7 +28,7 @@ export const EVENT_CREDENTIALS: CredentialKind[] = ['api_key', 'service_token', 
  */
 export function eventsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('session', idParam(ResourceIdSchema, 'session'));
+  router.param('session_id', idParam(ResourceIdSchema, 'session'));
   const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions', accept: EVENT_CREDENTIALS })];
 
   router.post('/v1/sessions/:session_id/events', ...guard, jsonBody(deps.config.BODY_LIMIT_BYTES), async (ctx) => {

@@ -25,7 +25,7 @@ import { loadAccessibleSession } from './session-access';
  */
 export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('session', idParam(ResourceIdSchema, 'session'));
+  router.param('session_id', idParam(ResourceIdSchema, 'session'));
   const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions' })];
   const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
 

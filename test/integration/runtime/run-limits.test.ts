@@ -43,6 +43,18 @@ test('max_iterations: the turn cap ends a run that keeps calling tools', async (
   expect(events.find((e) => e.type === 'user.tool_result')!.content[0].content).toBe('again');
 });
 
+test("a resumed run that reaches the turn cap before any turn reports its latest turn's context_tokens", async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'lookup', input_schema: { type: 'object' } }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:lookup {}]]') }]);
+  const { event: paused, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(paused.stop_reason).toBe('client_tool_use');
+  const turn = events.find((e) => e.type === 'session.turn_usage')!.content[0];
+  await sendEvents(api.deps, session, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: paused.tool_use_ids[0], content: 'found' }] }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event.stop_reason).toBe('max_iterations');
+  expect(event.context_tokens).toBe(turn.total_tokens);
+});
+
 test('run_timeout: the per-run timer ends a run whose model call never returns', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId);
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:20000]] hang') }]);

@@ -27,6 +27,11 @@ test('a user message runs: status_running, agent.message, turn usage, status_idl
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('hello there') }]);
   const { events, event: idle } = await waitForEvent(api.deps, session.sessionId, 'closing');
   expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle']);
+  // Only the spec's fields: the runtime's bookkeeping attributes stay internal.
+  const common = ['content', 'created_at', 'id', 'processed_at', 'type'];
+  expect(Object.keys(events[1]!).sort()).toEqual(common);
+  expect(Object.keys(events[3]!).sort()).toEqual(common);
+  expect(Object.keys(idle).sort()).toEqual([...common, 'context_tokens', 'stop_reason', 'usage'].sort());
   expect(idle.stop_reason).toBe('end_turn');
   const turn = events.find((e) => e.type === 'session.turn_usage')!.content[0];
   expect(turn).toMatchObject({ turn: 1, model: 'openai/gpt-4o-mini', total_tokens: turn.input_tokens + turn.output_tokens + turn.cache_read_input_tokens + turn.cache_creation_input_tokens });

@@ -203,6 +203,21 @@ describe('GET /v1/sessions/{id}, archive, delete', () => {
     expect((await outsider.delete(`/v1/sessions/${session.id}`)).status).toBe(404);
   });
 
+  test('a malformed path id (a NUL, a slash-free oddity, an overlong id) is 404 like an absent one, on every session and agent route', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const absent = await client.get('/v1/sessions/sesn_absent');
+    for (const id of ['%00sesn', 'sesn%20x', 'x'.repeat(200)]) {
+      const read = await client.get(`/v1/sessions/${id}`);
+      expect(read.status).toBe(404);
+      expect({ ...read.body.error, request_id: '' }).toEqual({ ...absent.body.error, request_id: '' });
+      expect((await client.get(`/v1/sessions/${id}/events`)).status).toBe(404);
+      expect((await client.post(`/v1/sessions/${id}/events`, { events: [{ type: 'user.interrupt', content: [] }] })).status).toBe(404);
+      expect((await client.get(`/v1beta1/sessions/${id}/events/stream`)).status).toBe(404);
+      expect((await client.get(`/v1/agents/${id}`)).status).toBe(404);
+    }
+    expect((await client.get(`/v1/agents/${agent.id}`)).status).toBe(200);
+  });
+
   test('archive sets archived_at (idempotent); delete is soft and hides the session', async () => {
     const { client, agent } = await tenantWithAgent(api);
     const session = await createSession(client, agent.id);

@@ -1,0 +1,39 @@
+import { startApi, type TestApi } from '../../support/harness';
+import { createTenant } from '../../support/factories';
+import { createAgentAndSession } from '../../support/runtime';
+import { sessionsToReconcile } from '../../../src/temporal/reconciler';
+import { withTransaction } from '../../../src/store/db';
+import { appendEvents, lockSession } from '../../../src/store/events';
+
+/** Which unprocessed events make the reconciler re-signal a session (the crash recovery itself: test/disruptive). */
+let api: TestApi;
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+/** A session holding one unprocessed event, dated long ago so it heads the reconciler's oldest-first list. */
+async function sessionWaiting(type: 'user.message' | 'user.tool_result', activeRunId: string | null): Promise<string> {
+  const tenant = await createTenant(api.deps.db);
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  const content = type === 'user.message' ? [{ type: 'text', text: 'hello' }] : [{ type: 'tool_result', tool_use_id: 'toolu_late', content: 'done' }];
+  await withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type, content }]);
+  });
+  await api.deps.db.query(`UPDATE session_events SET created_at = '2001-01-01' WHERE session_id = $1`, [sessionId]);
+  await api.deps.db.query('UPDATE sessions SET active_run_id = $2 WHERE id = $1', [sessionId, activeRunId]);
+  return sessionId;
+}
+
+test('an unprocessed message, or a tool result its paused run waits for, is re-signalled; a tool result that came after its run ended is not', async () => {
+  const message = await sessionWaiting('user.message', null);
+  const resumable = await sessionWaiting('user.tool_result', 'run_paused');
+  const orphan = await sessionWaiting('user.tool_result', null);
+  const found = new Set((await sessionsToReconcile(api.deps.db, 0)).map((session) => session.id));
+  expect(found.has(message)).toBe(true);
+  expect(found.has(resumable)).toBe(true);
+  expect(found.has(orphan)).toBe(false); // the next message's run will read it
+});
