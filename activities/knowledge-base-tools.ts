@@ -5,7 +5,7 @@ import { toolErrorEnvelope } from '../src/domain/run-tools';
 import type { KnowledgeBaseCall, ToolAnswer } from './server-tools';
 
 /**
- * The `<name>_search` and `<name>_fetch` tools of a `knowledge_base` entry, over the
+ * The `<collection_id>_search` and `<collection_id>_fetch` tools of a `knowledge_base` entry, over the
  * grounding functions of src/search. The entry's filter ceiling always applies; the
  * citation data of what was returned rides along (not shown to clients) so the run's
  * answer can cite it.

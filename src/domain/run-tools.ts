@@ -3,7 +3,7 @@
  * answers each call. Pure: used by activities and unit-tested alone.
  *
  *   custom          client-executed; deferred ones stay out of the list until loaded
- *   knowledge_base  expands to `<name>_search` and `<name>_fetch`
+ *   knowledge_base  expands to `<collection_id>_search` and `<collection_id>_fetch`
  *   echo            returns its `message` input unchanged (development only)
  *   random_number   an integer in [min, max] (development only)
  * With any deferred tool, the gateway adds `search_tools` over them.
@@ -49,12 +49,19 @@ export function roleOf(tools: RunToolEntry[], name: string): ToolRole {
     if (kind === 'custom' && entry.name === name) return entry.defer_loading ? { kind: 'deferred', entry } : { kind: 'client', entry };
     if (kind === 'echo' && entry.name === name) return { kind: 'echo' };
     if (kind === 'random_number' && entry.name === name) return { kind: 'random_number' };
-    if (kind === 'knowledge_base' && `${entry.name}_search` === name) return { kind: 'kb_search', entry };
-    if (kind === 'knowledge_base' && `${entry.name}_fetch` === name) return { kind: 'kb_fetch', entry };
+    if (kind === 'knowledge_base') {
+      // Conversations from before the tools were named from the collection id called them by
+      // the entry's name; a run that replays such a conversation still answers those calls.
+      if (name === kbToolName(entry, 'search') || name === `${entry.name}_search`) return { kind: 'kb_search', entry };
+      if (name === kbToolName(entry, 'fetch') || name === `${entry.name}_fetch`) return { kind: 'kb_fetch', entry };
+    }
   }
   if (name === SEARCH_TOOLS_NAME && tools.some((entry) => entry.defer_loading)) return { kind: 'search_tools' };
   return { kind: 'unknown' };
 }
+
+/** A knowledge_base entry's tools are named from its collection id (ids are `[A-Za-z0-9_]`, tool-name safe). */
+const kbToolName = (entry: RunToolEntry, tool: 'search' | 'fetch') => `${entry.collection_id}_${tool}`;
 
 const objectSchema = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', properties, required });
 
@@ -75,8 +82,9 @@ export function modelTools(tools: RunToolEntry[], loaded: Set<string>, options: 
         input_schema: objectSchema({ min: { type: 'integer' }, max: { type: 'integer' } }, ['min', 'max']),
       });
     } else if (kind === 'knowledge_base' && options.kbEnabled) {
-      out.push({ name: `${entry.name}_search`, description: 'Searches the knowledge base; returns documents with ids, titles, URIs and snippets.', input_schema: objectSchema({ query: { type: 'string' } }, ['query']) });
-      out.push({ name: `${entry.name}_fetch`, description: 'Fetches one knowledge-base document by id.', input_schema: objectSchema({ id: { type: 'string' } }, ['id']) });
+      const about = entry.description ? ` (${entry.description})` : '';
+      out.push({ name: kbToolName(entry, 'search'), description: `Searches the knowledge base ${entry.name}${about}; returns documents with ids, titles, URIs and snippets.`, input_schema: objectSchema({ query: { type: 'string' } }, ['query']) });
+      out.push({ name: kbToolName(entry, 'fetch'), description: `Fetches one document of the knowledge base ${entry.name} by id.`, input_schema: objectSchema({ id: { type: 'string' } }, ['id']) });
     }
   }
   if (tools.some((entry) => kindOf(entry) === 'custom' && entry.defer_loading)) {

@@ -249,7 +249,7 @@ describe('knowledge-base grounding', () => {
     const session = await createAgentAndSession(api.deps, tenant.projectId, {
       tools: [{ type: 'knowledge_base', name: 'docs', collection_id: collectionId, filters: { type: ['page'] } }],
     });
-    await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:docs_search {"query":"refunds"}]] [[tool:docs_fetch {"id":"draft"}]]') }]);
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`[[tool:${collectionId}_search {"query":"refunds"}]] [[tool:${collectionId}_fetch {"id":"draft"}]]`) }]);
     const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
     expect(event.stop_reason).toBe('end_turn');
     const results = events.filter((e) => e.type === 'user.tool_result');

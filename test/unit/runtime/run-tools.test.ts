@@ -9,7 +9,7 @@ const tools = [
 ];
 
 test('deferred tools are listed only once loaded; search_tools appears when any are deferred', () => {
-  expect(modelTools(tools, new Set(), { kbEnabled: true }).map((t) => t.name)).toEqual(['weather', 'say', 'docs_search', 'docs_fetch', 'search_tools']);
+  expect(modelTools(tools, new Set(), { kbEnabled: true }).map((t) => t.name)).toEqual(['weather', 'say', 'col_1_search', 'col_1_fetch', 'search_tools']);
   expect(modelTools(tools, new Set(['book']), { kbEnabled: false }).map((t) => t.name)).toEqual(['book', 'weather', 'say', 'search_tools']);
 });
 
@@ -17,7 +17,9 @@ test('roles of called names', () => {
   expect(roleOf(tools, 'book').kind).toBe('deferred');
   expect(roleOf(tools, 'weather').kind).toBe('client');
   expect(roleOf(tools, 'say').kind).toBe('echo');
-  expect(roleOf(tools, 'docs_fetch').kind).toBe('kb_fetch');
+  expect(roleOf(tools, 'col_1_fetch').kind).toBe('kb_fetch');
+  expect(roleOf(tools, 'col_1_search').kind).toBe('kb_search');
+  expect(roleOf(tools, 'docs_search').kind).toBe('kb_search'); // the name conversations used before
   expect(roleOf(tools, 'search_tools').kind).toBe('search_tools');
   expect(roleOf(tools, 'nope').kind).toBe('unknown');
 });
