@@ -31,7 +31,8 @@ const usage = (plan: Plan, output = plan.usage.output) => ({
   output_tokens: output,
 });
 
-const stopReason = (plan: Plan) => ({ stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', stop_sequence: 'stop_sequence' })[plan.finish];
+const stopReason = (plan: Plan) =>
+  ({ stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', stop_sequence: 'stop_sequence', context_window: 'model_context_window_exceeded' })[plan.finish];
 const signature = (plan: Plan) => `sim-sig-${plan.id}`;
 
 export const anthropicProtocol: SimProtocol = {

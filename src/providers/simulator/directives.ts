@@ -13,9 +13,13 @@ export interface Directives {
   think: boolean;
   /** `[[repeat:N]]`: after tool results, call the same tools again until N rounds were made. */
   repeat?: number;
+  /** `[[then-error:STATUS]]`: answer the request that brings the tool results with this error. */
+  thenError?: number;
   cacheRead?: number;
   cacheWrite?: number;
   stopSequence?: string;
+  /** `[[context-window]]`: the model stopped because the context window filled up. */
+  contextWindow?: boolean;
   /** `[[json:{...}]]`: answer with exactly this JSON (structured output tests). */
   json?: string;
   /** Text with every directive removed. */
@@ -74,6 +78,9 @@ export function parseDirectives(input: string): Directives {
         case 'repeat':
           directives.repeat = int(name, value);
           break;
+        case 'then-error':
+          directives.thenError = int(name, value);
+          break;
         case 'cache-read':
           directives.cacheRead = int(name, value);
           break;
@@ -82,6 +89,9 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'stop':
           directives.stopSequence = value ?? '';
+          break;
+        case 'context-window':
+          directives.contextWindow = true;
           break;
         case 'json':
           try {

@@ -24,7 +24,7 @@ function usageMetadata(plan: Plan) {
   };
 }
 
-const finishReason = (plan: Plan) => (plan.finish === 'length' ? 'MAX_TOKENS' : 'STOP');
+const finishReason = (plan: Plan) => (plan.finish === 'length' || plan.finish === 'context_window' ? 'MAX_TOKENS' : 'STOP');
 
 export const googleProtocol: SimProtocol = {
   parse(body, rawBody, pathModel) {

@@ -37,7 +37,8 @@ function describeImage(url: string): string {
   return `${data[1]}, ${Buffer.from(data[2]!, 'base64').length} bytes`;
 }
 
-const finishReason = (plan: Plan) => (plan.finish === 'stop_sequence' ? 'stop' : plan.finish);
+// OpenAI has no context-window reason: a reply cut by the window ends with `length`.
+const finishReason = (plan: Plan) => (plan.finish === 'stop_sequence' ? 'stop' : plan.finish === 'context_window' ? 'length' : plan.finish);
 
 export const openaiProtocol: SimProtocol = {
   parse(body, rawBody) {

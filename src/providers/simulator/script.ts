@@ -45,7 +45,7 @@ export interface Plan {
   reasoning: string[];
   words: string[];
   toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }>;
-  finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence';
+  finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'context_window';
   stopSequence?: string;
   usage: { input: number; output: number; reasoning: number; cacheRead: number; cacheWrite: number };
   delayMs: number;
@@ -68,6 +68,7 @@ export function planResponse(input: SimInput): Plan {
       // A tool loop: the prompt's tool calls again, until `[[repeat:N]]` rounds were made.
       const prompt = parseDirectives(input.promptText);
       if (prompt.repeat !== undefined && (input.toolRounds ?? 0) < prompt.repeat) directives = { ...directives, tools: prompt.tools };
+      else if (prompt.thenError !== undefined) directives = { ...directives, errorStatus: prompt.thenError };
     }
   } catch (error) {
     if (error instanceof DirectiveError) throw new SimError(400, error.message);
@@ -99,7 +100,7 @@ export function planResponse(input: SimInput): Plan {
 
   const reasoning = directives.think ? `Thinking about: ${directives.text || 'the request'}`.split(' ') : [];
   let words = text ? text.split(' ') : [];
-  let finish: Plan['finish'] = directives.tools.length > 0 ? 'tool_calls' : directives.stopSequence !== undefined ? 'stop_sequence' : 'stop';
+  let finish: Plan['finish'] = directives.contextWindow ? 'context_window' : directives.tools.length > 0 ? 'tool_calls' : directives.stopSequence !== undefined ? 'stop_sequence' : 'stop';
   const budget = input.maxTokens;
   let reasoningKept = reasoning;
   if (budget !== undefined && reasoning.length + words.length > budget) {
@@ -107,7 +108,7 @@ export function planResponse(input: SimInput): Plan {
     words = words.slice(0, Math.max(0, budget - reasoningKept.length));
     finish = 'length';
   }
-  const toolCalls = finish === 'length' ? [] : directives.tools.map((tool, i) => ({ id: `call_${hash.slice(0, 16)}_${i}`, name: tool.name, input: tool.input }));
+  const toolCalls = finish === 'length' || finish === 'context_window' ? [] : directives.tools.map((tool, i) => ({ id: `call_${hash.slice(0, 16)}_${i}`, name: tool.name, input: tool.input }));
   const toolTokens = toolCalls.reduce((sum, call) => sum + estimateTokens(JSON.stringify(call.input).length), 0);
   const cacheRead = Math.min(directives.cacheRead ?? 0, inputTokens);
   const cacheWrite = Math.min(directives.cacheWrite ?? 0, inputTokens - cacheRead);

@@ -34,6 +34,14 @@ test('max_tokens: the per-turn cap truncates the reply', async () => {
   expect(event.stop_reason).toBe('max_tokens');
 });
 
+test('model_context_window_exceeded: the model stopped because its context window filled up', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'anthropic/claude-haiku-4-5' });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[context-window]] keep going') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('model_context_window_exceeded');
+  expect(events.filter((e) => e.type === 'session.turn_usage')).toHaveLength(1);
+});
+
 test('max_iterations: the turn cap ends a run that keeps calling tools', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"again"}]]') }]);

@@ -203,6 +203,20 @@ test('an upstream client error ends the run with session.error upstream_error', 
   expect(row.status).toBe('error');
 });
 
+test('a run that fails after a billed turn reports that usage on its session.error, and the credits are debited', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  const before = await getBalanceNano(api.deps.db, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"first"}]] [[then-error:400]]') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.type).toBe('session.error');
+  expect(event.error_code).toBe('upstream_error');
+  const turns = events.filter((e) => e.type === 'session.turn_usage').map((e) => e.content[0]);
+  expect(turns).toHaveLength(1);
+  expect(event.usage.credits_nano).toBe(turns[0].credits_nano);
+  expect(event.usage.credits_nano).toBeGreaterThan(0);
+  expect(before - (await getBalanceNano(api.deps.db, tenant.projectId))).toBe(BigInt(event.usage.credits_nano));
+});
+
 test('a pause nobody answers ends with session.error run_abandoned', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'slow_tool', input_schema: { type: 'object' } }] });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:slow_tool {}]]') }]);
