@@ -101,6 +101,25 @@ export const ChatCompletionRequest = z.strictObject({
 });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 
+/**
+ * `provider_options` carries provider knobs the gateway does not model. Keys the gateway sets
+ * from the request's own fields, or that change which model answers, what it is sent or what
+ * the call costs, are refused: through provider_options they would bypass validation,
+ * moderation or billing. Compared in snake_case (Google accepts both spellings).
+ */
+const RESERVED_PROVIDER_OPTIONS: Record<'openai' | 'google', ReadonlySet<string>> = {
+  openai: new Set([
+    'model', 'messages', 'functions', 'function_call', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens',
+    'max_completion_tokens', 'temperature', 'top_p', 'stop', 'n', 'stream', 'stream_options', 'response_format',
+    'reasoning_effort', 'web_search_options', 'user', 'audio', 'modalities', 'service_tier',
+  ]),
+  google: new Set([
+    'max_output_tokens', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'candidate_count', 'response_mime_type',
+    'response_schema', 'response_json_schema', 'thinking_config', 'response_modalities', 'speech_config',
+  ]),
+};
+const snakeCase = (key: string) => key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+
 /** A request that parsed but does not fit the chosen model. */
 export interface RuleViolation {
   message: string;
@@ -144,6 +163,13 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
   }
   if (request.provider_options !== undefined) {
     if (model.provider === 'anthropic') return { param: 'provider_options', message: 'provider_options are supported only for openai/* and google/* models' };
+    const reserved = RESERVED_PROVIDER_OPTIONS[model.provider === 'google' ? 'google' : 'openai'];
+    for (const key of Object.keys(request.provider_options)) {
+      // thinking_config is the one documented option (google/* only, checked below).
+      if (key !== 'thinking_config' && reserved.has(snakeCase(key))) {
+        return { param: `provider_options.${key}`, message: `provider_options.${key} is not allowed: the gateway sets it, or it changes the model, the content or the price of the call` };
+      }
+    }
     if (request.provider_options.thinking_config !== undefined) {
       if (model.provider !== 'google') return { param: 'provider_options.thinking_config', message: 'thinking_config is supported only for google/* models' };
       if (request.reasoning_effort !== undefined) {

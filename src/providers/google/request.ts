@@ -48,7 +48,8 @@ export function toGoogleRequest(request: UnifiedRequest): Record<string, unknown
   const thinking = thinkingConfig(request);
   if (thinking) generationConfig.thinkingConfig = thinking;
   const { thinking_config: _ignored, ...otherOptions } = request.provider_options ?? {};
-  Object.assign(generationConfig, otherOptions);
+  // Provider knobs the gateway does not model; never one of the fields set above (the route also refuses those).
+  for (const [key, value] of Object.entries(otherOptions)) if (!(key in generationConfig)) generationConfig[key] = value;
   if (Object.keys(generationConfig).length > 0) body.generationConfig = generationConfig;
   return body;
 }

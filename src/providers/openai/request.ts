@@ -39,7 +39,8 @@ export function toOpenAIRequest(request: UnifiedRequest, stream: boolean): Recor
   if (request.reasoning_effort !== undefined) body.reasoning_effort = request.reasoning_effort;
   if (request.response_format !== undefined) body.response_format = request.response_format;
   if (typeof request.metadata?.user_id === 'string') body.user = request.metadata.user_id;
-  if (request.provider_options) Object.assign(body, request.provider_options);
+  // Provider knobs the gateway does not model; never one of the fields set above (the route also refuses those).
+  if (request.provider_options) for (const [key, value] of Object.entries(request.provider_options)) if (!(key in body)) body[key] = value;
   if (stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };

@@ -128,6 +128,12 @@ describe('validation', () => {
     ['max_tokens above the catalog maximum', { ...base, max_tokens: 10_000_000 }, 'max_tokens'],
     ['max_tokens above the model maximum', { ...base, max_tokens: 20_000 }, 'max_tokens'],
     ['provider_options on anthropic', { ...base, model: 'anthropic/claude-haiku-4-5', provider_options: { x: 1 } }, 'provider_options'],
+    ['provider_options swapping the model', { ...base, provider_options: { model: 'gpt-5' } }, 'provider_options.model'],
+    ['provider_options replacing the messages', { ...base, provider_options: { messages: [{ role: 'user', content: 'unmoderated' }] } }, 'provider_options.messages'],
+    ['provider_options lifting the token cap', { ...base, provider_options: { max_completion_tokens: 9_999_999 } }, 'provider_options.max_completion_tokens'],
+    ['provider_options asking for a pricier tier', { ...base, provider_options: { service_tier: 'priority' } }, 'provider_options.service_tier'],
+    ['google provider_options lifting the token cap (camelCase)', { ...base, model: 'google/gemini-2.5-flash', provider_options: { maxOutputTokens: 9_999_999 } }, 'provider_options.maxOutputTokens'],
+    ['google provider_options out-of-range temperature (snake_case)', { ...base, model: 'google/gemini-2.5-flash', provider_options: { temperature: 9 } }, 'provider_options.temperature'],
     [
       'thinking_config with reasoning_effort on google',
       { ...base, model: 'google/gemini-2.5-flash', reasoning_effort: 'low', provider_options: { thinking_config: { thinking_budget: 100 } } },
@@ -144,7 +150,7 @@ describe('validation', () => {
     expect(response.status).toBe(400);
     const error = (await json(response)).error;
     expect(error).toMatchObject({ type: 'invalid_request_error', code: 400, request_id: response.headers.get('x-request-id') });
-    if (param) expect(error.message).toContain(param.split('.')[0]);
+    if (param) expect(error.message).toContain(param.startsWith('provider_options.') ? param : param.split('.')[0]);
   });
 
   test('an unknown model is 404; a missing key 401 with WWW-Authenticate', async () => {
@@ -160,6 +166,13 @@ describe('validation', () => {
     const sent = env.sim.requests.at(-1)!.body as { generationConfig: Record<string, unknown> };
     expect(sent.generationConfig).toMatchObject({ temperature: 1.5, maxOutputTokens: 100, thinkingConfig: { thinkingBudget: 0 } });
   });
+});
+
+test('provider_options the gateway does not model reach the upstream as sent', async () => {
+  const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], provider_options: { seed: 7, logit_bias: { '50256': -100 } } });
+  expect(response.status).toBe(200);
+  const sent = env.sim.requests.at(-1)!.body as Record<string, unknown>;
+  expect(sent).toMatchObject({ model: 'gpt-4o', seed: 7, logit_bias: { '50256': -100 } });
 });
 
 describe('moderation', () => {

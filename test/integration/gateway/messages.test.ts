@@ -5,7 +5,7 @@ import { json } from '../../support/factories';
 let env: GatewayEnv;
 let client: Anthropic;
 beforeAll(async () => {
-  env = await startGatewayEnv({ MESSAGES_BODY_LIMIT_BYTES: String(64 * 1024) });
+  env = await startGatewayEnv({ MESSAGES_BODY_LIMIT_BYTES: String(64 * 1024), MODERATION_BLOCKLIST: 'forbidden-word' });
   client = new Anthropic({ apiKey: env.tenant.key, baseURL: env.api.url, maxRetries: 0 });
 });
 afterAll(() => env.close());
@@ -131,5 +131,23 @@ describe('native protocol details', () => {
     expect(text).not.toContain('message_stop');
     const stream = client.messages.stream({ model: 'claude-haiku-4-5', max_tokens: 500, messages: [{ role: 'user', content: '[[tokens:30]] [[cut:8]]' }] });
     await expect(stream.finalMessage()).rejects.toThrow();
+  });
+});
+
+describe('moderation', () => {
+  test('text inside blocks forwarded as sent (a text document, a search result) is moderated too; nothing goes upstream', async () => {
+    const blocks = [
+      { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a note about the FORBIDDEN-WORD' } },
+      { type: 'search_result', source: 'https://example.com', title: 'result', content: [{ type: 'text', text: 'forbidden-word inside' }] },
+    ];
+    for (const block of blocks) {
+      const before = env.sim.requests.length;
+      const response = await post({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: [block, { type: 'text', text: 'summarize' }] }] });
+      expect(response.status).toBe(403);
+      expect(JSON.stringify(await json(response)).toLowerCase()).not.toContain('forbidden-word');
+      expect(env.sim.requests.length).toBe(before);
+    }
+    const allowed = await post({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a harmless note' } }, { type: 'text', text: 'summarize' }] }] });
+    expect(allowed.status).toBe(200);
   });
 });

@@ -32,9 +32,26 @@ export function moderatedTexts(request: UnifiedRequest): string[] {
     for (const part of message.content) {
       if (part.type === 'text') texts.push(part.text);
       else if (part.type === 'tool-result') texts.push(typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n'));
+      else if (part.type === 'provider-raw') rawTexts(part.block, texts);
     }
   }
   return texts;
+}
+
+/**
+ * The text inside a block forwarded as the caller sent it (a document with a text source, a
+ * search result): every string but type tags and base64 data, which no text filter can read.
+ */
+function rawTexts(value: unknown, out: string[]): void {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const item of value) rawTexts(item, out);
+  else if (value && typeof value === 'object') {
+    const record = value as Record<string, unknown>;
+    for (const [key, item] of Object.entries(record)) {
+      if (key === 'type' || key === 'media_type' || (key === 'data' && record.type === 'base64')) continue;
+      rawTexts(item, out);
+    }
+  }
 }
 
 /** Deliberately says nothing about which filter matched. */
