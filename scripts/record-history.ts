@@ -1,7 +1,7 @@
 /**
  * Records the Temporal histories of representative session runs for the replay tests
  * (test/replay/replay.test.ts): plain, client-tool pause and resume, server tool, interrupt,
- * compaction and an upstream error. Each run goes through the real stack (api over HTTP,
+ * an interrupt that arrives before its run has started, compaction and an upstream error. Each run goes through the real stack (api over HTTP,
  * a real worker, Temporal, Postgres, the provider simulator in-process) on a private task
  * queue; each session's workflow history is saved as test/replay/histories/<name>.json in
  * Temporal's JSON history format (the same as `temporal workflow show --output json`).
@@ -36,6 +36,8 @@ type Event = { type: string; [key: string]: any };
 
 interface Scenario {
   agent: Record<string, unknown>;
+  /** Requests sent while no worker polls, so their signals reach the workflow in one activation. */
+  beforeWorker?(http: Http, sessionId: string): Promise<void>;
   drive(http: Http, sessionId: string): Promise<void>;
 }
 
@@ -99,6 +101,19 @@ const SCENARIOS: Record<string, Scenario> = {
       if (log.find(closing)!.stop_reason !== 'user_cancelled') throw new Error(`interrupt did not cancel: ${JSON.stringify(log.at(-1))}`);
     },
   },
+  'interrupt-before-start': {
+    agent: {},
+    // The api claims the run when it accepts the message; the interrupt names that run before the
+    // workflow has started it (the `early-interrupt` patch).
+    async beforeWorker(http, id) {
+      await http('POST', `/v1/sessions/${id}/events`, message('[[delay:20000]] never asked'));
+      await http('POST', `/v1/sessions/${id}/events`, { events: [{ type: 'user.interrupt' }] });
+    },
+    async drive(http, id) {
+      const log = await waitFor(http, id, closings(1));
+      if (log.find(closing)!.stop_reason !== 'user_cancelled') throw new Error(`interrupt did not cancel: ${JSON.stringify(log.at(-1))}`);
+    },
+  },
   compaction: {
     agent: { model: 'openai/gpt-4' },
     async drive(http, id) {
@@ -138,8 +153,18 @@ async function main(): Promise<void> {
   const deps = createDeps(config, createLogger({ level: 'warn' }));
   await migrate(deps.db);
   Runtime.install({ logger: new DefaultLogger('WARN') });
-  const { worker, connection } = await createWorker(deps);
-  const running = worker.run();
+  const startWorker = async () => {
+    const { worker, connection } = await createWorker(deps);
+    const running = worker.run();
+    return {
+      async stop() {
+        worker.shutdown();
+        await running;
+        await connection.close();
+      },
+    };
+  };
+  let worker = await startWorker();
   const server: Server = createServer(createApp(deps).callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -166,6 +191,14 @@ async function main(): Promise<void> {
       const scenario = SCENARIOS[name]!;
       const agent = await http('POST', '/v1/agents', { project_id: project.id, name: `replay ${name}`, model: 'openai/gpt-4o-mini', ...scenario.agent });
       const session = await http('POST', '/v1/sessions', { agent: agent.id, title: `replay ${name}` });
+      if (scenario.beforeWorker) {
+        await worker.stop();
+        try {
+          await scenario.beforeWorker(http, session.id);
+        } finally {
+          worker = await startWorker();
+        }
+      }
       await scenario.drive(http, session.id);
       const handle = client.workflow.getHandle(sessionWorkflowId(session.id));
       // The workflow idles after the run; wait until its last workflow task has completed.
@@ -183,9 +216,7 @@ async function main(): Promise<void> {
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    worker.shutdown();
-    await running;
-    await connection.close();
+    await worker.stop();
     await closeDeps(deps);
     await simulator.close();
   }

@@ -14,7 +14,7 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where
   throw badRequest(`${field}: ${issue.message}`, path || undefined);
 }
 
-/** Ids the gateway issues (`agent_…`, `sess_…`, `col_…`): a bounded set of URL-safe characters. */
+/** Ids the gateway issues (`agent_…`, `sesn_…`, `kbc_…`): a bounded set of URL-safe characters. */
 export const ResourceIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 /** Caller-chosen ids (knowledge-base documents): any text without control characters. */
 export const ExternalIdSchema = z.string().min(1).max(512).regex(/^[^\p{Cc}]+$/u);

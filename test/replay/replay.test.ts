@@ -33,12 +33,16 @@ test('the recorded histories cover the representative runs', () => {
   expect(files).toEqual([
     'client-tool-resume.claim-on-close.json',
     'client-tool-resume.json',
+    'compaction.claim-on-close.json',
     'compaction.json',
+    'interrupt-before-start.json',
     'interrupt.claim-on-close.json',
     'interrupt.json',
     'plain.claim-on-close.json',
     'plain.json',
+    'server-tool.claim-on-close.json',
     'server-tool.json',
+    'upstream-error.claim-on-close.json',
     'upstream-error.json',
   ]);
   const activities = (file: string) =>
@@ -51,6 +55,14 @@ test('the recorded histories cover the representative runs', () => {
   const markers = (file: string) => (load(file).events ?? []).map((e) => e.markerRecordedEventAttributes?.markerName).filter((name): name is string => !!name);
   expect(markers('plain.claim-on-close.json').filter((name) => name === 'core_patch').length).toBeGreaterThanOrEqual(2);
   expect(activities('plain.claim-on-close.json')).toEqual(['callModel', 'callModel']);
+  // An interrupt that named its run before the run started: the `early-interrupt` branch, no model call.
+  const patches = (file: string) =>
+    (load(file).events ?? [])
+      .map((e) => e.markerRecordedEventAttributes)
+      .filter((marker) => marker?.markerName === 'core_patch')
+      .map((marker) => JSON.parse(Buffer.from(marker!.details!['patch-data']!.payloads![0]!.data as Uint8Array).toString()).id as string);
+  expect(patches('interrupt-before-start.json')).toContain('early-interrupt');
+  expect(activities('interrupt-before-start.json')).toEqual([]);
 });
 
 test('every recorded history replays against the current workflow code', async () => {
