@@ -3,17 +3,38 @@ import type { Queryable } from '../store/db';
 import { signalSession, type SessionRef } from './session-signals';
 
 /**
- * Re-signals sessions whose run-starting events were committed but never processed
- * (the api crashed, or Temporal was unreachable, between commit and signal). Signals are
- * idempotent for the workflow (it re-reads the log), so an accepted message is never
- * lost and never runs twice.
+ * Re-signals sessions whose events were committed but whose signal never arrived (the api
+ * crashed, or Temporal was unreachable, between commit and signal): run-starting events, and
+ * interrupts of a run that still holds the session. Both signals are idempotent for the
+ * workflow (it re-reads the log; a run is cancelled once), so an accepted message is never
+ * lost and never runs twice, and an accepted interrupt still ends its run.
  */
 export async function reconcileOnce(deps: Deps, olderThanMs = 2000): Promise<number> {
-  const rows = await sessionsToReconcile(deps.db, olderThanMs);
-  for (const session of rows) {
-    await signalSession(deps, session).catch((error) => deps.logger.warn({ err: error, session_id: session.id }, 'reconcile signal failed'));
-  }
-  return rows.length;
+  const warn = (sessionId: string) => (error: unknown) => deps.logger.warn({ err: error, session_id: sessionId }, 'reconcile signal failed');
+  const sessions = await sessionsToReconcile(deps.db, olderThanMs);
+  for (const session of sessions) await signalSession(deps, session).catch(warn(session.id));
+  const interrupts = await interruptsToReconcile(deps.db, olderThanMs);
+  for (const { session, runId } of interrupts) await signalSession(deps, session, 'interrupt', runId).catch(warn(session.id));
+  return sessions.length + interrupts.length;
+}
+
+/**
+ * Interrupts older than `olderThanMs` whose run still holds the session: the signal may have
+ * been lost. (A run an interrupt ended no longer holds the session, so it is not found again.)
+ */
+export async function interruptsToReconcile(db: Queryable, olderThanMs: number): Promise<Array<{ session: SessionRef; runId: string }>> {
+  const { rows } = await db.query<SessionRef & { run_id: string }>(
+    `SELECT s.id, s.project_id, s.agent_id, s.title, s.active_run_id AS run_id
+       FROM session_events e JOIN sessions s ON s.id = e.session_id
+      WHERE e.processed_at IS NULL AND e.type = 'user.interrupt' AND e.run_id = s.active_run_id
+        AND e.created_at < now() - ($1 || ' milliseconds')::interval
+        AND s.deleted_at IS NULL
+      GROUP BY s.id
+      ORDER BY min(e.created_at)
+      LIMIT 500`,
+    [String(olderThanMs)],
+  );
+  return rows.map(({ run_id, ...session }) => ({ session, runId: run_id }));
 }
 
 /** Sessions with events older than `olderThanMs` that should have started or resumed a run and did not. */
