@@ -15,12 +15,13 @@ import {
   setCurrentDetails,
   setHandler,
   sleep,
+  upsertMemo,
   upsertSearchAttributes,
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT } from '../src/temporal/names';
+import { SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, SIGNAL_TITLE_CHANGED } from '../src/temporal/names';
 import type { SessionWorkflowInput } from '../src/temporal/session-signals';
 import { addUsage, isRunErrorCode, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import type { RunCycle } from '../activities/run-cycle';
@@ -36,6 +37,9 @@ type ActiveCycle = Extract<RunCycle, { runId: string }>;
  */
 export const eventsAppendedSignal = defineSignal<[string | null]>(SIGNAL_EVENTS_APPENDED);
 export const interruptSignal = defineSignal<[string | null]>(SIGNAL_INTERRUPT);
+// A renamed session: the memo follows, so the Temporal UI shows the current title. (The static
+// summary is fixed when the workflow starts.)
+export const titleChangedSignal = defineSignal<[string]>(SIGNAL_TITLE_CHANGED);
 
 // Retries have one owner: this policy. Client errors are non-retryable ApplicationFailures.
 const retry: RetryPolicy = {
@@ -103,6 +107,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   setHandler(eventsAppendedSignal, () => {
     signalled = true;
   });
+  setHandler(titleChangedSignal, (title) => upsertMemo({ title }));
   setHandler(interruptSignal, (runId) => {
     if (runId && runId !== currentRunId) {
       interruptedRunId = runId;

@@ -6,6 +6,7 @@ export const sessionWorkflowId = (sessionId: string): string => `session/${sessi
 
 export const SIGNAL_EVENTS_APPENDED = 'eventsAppended';
 export const SIGNAL_INTERRUPT = 'interrupt';
+export const SIGNAL_TITLE_CHANGED = 'titleChanged';
 
 export const SEARCH_ATTRIBUTES = {
   projectId: 'ProjectId',

@@ -1,5 +1,6 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Deps } from '../deps';
-import { SEARCH_ATTRIBUTES, SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, sessionWorkflowId } from './names';
+import { SEARCH_ATTRIBUTES, SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, SIGNAL_TITLE_CHANGED, sessionWorkflowId } from './names';
 
 export interface SessionRef {
   id: string;
@@ -17,6 +18,19 @@ export interface SessionWorkflowInput {
  * (signalWithStart). Called after the events transaction commits. If this throws, the
  * events stay unprocessed and the worker's reconciler signals again later.
  */
+/**
+ * Tells a running session workflow its session's new title (for the memo). A workflow that
+ * is not running needs nothing: the next signalWithStart starts it with the current title.
+ */
+export async function signalTitleChanged(deps: Deps, sessionId: string, title: string | null): Promise<void> {
+  const client = await deps.temporal.get();
+  try {
+    await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(SIGNAL_TITLE_CHANGED, title ?? '');
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
+}
+
 export async function signalSession(deps: Deps, session: SessionRef, kind: 'events' | 'interrupt' = 'events', runId?: string): Promise<void> {
   const client = await deps.temporal.get();
   await client.workflow.signalWithStart('sessionWorkflow', {

@@ -10,7 +10,7 @@ import { withTransaction } from '../../store/db';
 import { lockSession } from '../../store/events';
 import { newId } from '../../store/ids';
 import { archiveSession, insertSession, listSessions, lockSessionRow, presentSession, softDeleteSession, unarchiveSession, updateSessionFields, type SessionRow } from '../../store/sessions';
-import { signalSession } from '../../temporal/session-signals';
+import { signalSession, signalTitleChanged } from '../../temporal/session-signals';
 import { badRequest, conflict, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
@@ -109,6 +109,10 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
       if ('error' in result) throw badRequest(result.error.message, result.error.param);
       return updateSessionFields(client, current.id, result.fields);
     });
+    // The workflow's memo follows the title; the PATCH is done either way (the next start uses the row's title).
+    if (patch.title !== undefined && patch.title !== session.title) {
+      await signalTitleChanged(deps, row.id, row.title).catch((error) => ctx.state.log.warn({ err: error, session_id: row.id }, 'session title signal failed'));
+    }
     ctx.body = await present(row);
   });
 

@@ -308,4 +308,14 @@ test('operators see the session in Temporal: search attributes, memo title and s
   expect(description.type).toBe('sessionWorkflow');
   expect(description.memo).toEqual({ title: 'Support chat' });
   expect(await description.staticSummary()).toBe(`Session ${session.sessionId}: Support chat`);
+
+  // Renaming the session over the API updates the memo of the running workflow.
+  const renamed = await fetch(`${api.url}/v1/sessions/${session.sessionId}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ title: 'Billing question' }),
+  });
+  expect(renamed.status).toBe(200);
+  for (let i = 0; i < 50 && (await handle.describe()).memo?.title !== 'Billing question'; i++) await new Promise((r) => setTimeout(r, 100));
+  expect((await handle.describe()).memo).toEqual({ title: 'Billing question' });
 });
