@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
+import { LazyTemporalClient, terminateRunningOnQueue } from '../src/temporal/client';
 import { benchTenant, freePort, pidsOfUser, processCpuMs, ROOT, startProcess, waitFor } from './support';
 
 const RUNS_PER_SESSION = Number(process.env.BENCH_RUNS_PER_SESSION ?? 5);
@@ -270,6 +271,14 @@ async function main() {
     if (problems.length > 0) process.exitCode = 1;
   } finally {
     for (const child of [worker, api, simulator]) child.kill('SIGTERM');
+    // The session workflows of this private queue would otherwise stay running with no worker.
+    const temporal = new LazyTemporalClient({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE });
+    await temporal
+      .get()
+      .then((client) => terminateRunningOnQueue(client, common.TEMPORAL_TASK_QUEUE, 'benchmark finished'))
+      .then((count) => console.log(`terminated the benchmark's ${count} session workflows`))
+      .catch((error) => console.error(`could not terminate the benchmark's workflows: ${error}`))
+      .finally(() => temporal.close());
   }
 }
 

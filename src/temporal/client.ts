@@ -40,3 +40,20 @@ export class LazyTemporalClient {
     if (pending) await pending.then((client) => client.connection.close()).catch(() => undefined);
   }
 }
+
+/**
+ * Terminates every running workflow on a task queue. Benchmarks and tests run on private
+ * queues and end their session workflows with this, so none is left running (and listed as
+ * `running` in the Temporal UI) with nothing polling its queue.
+ */
+export async function terminateRunningOnQueue(client: Client, taskQueue: string, reason: string): Promise<number> {
+  let count = 0;
+  for await (const workflow of client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` })) {
+    await client.workflow
+      .getHandle(workflow.workflowId)
+      .terminate(reason)
+      .then(() => count++)
+      .catch(() => undefined); // finished meanwhile
+  }
+  return count;
+}

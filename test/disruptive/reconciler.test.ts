@@ -1,6 +1,6 @@
 import { startApi, type TestApi } from '../support/harness';
 import { startTestSimulator, type Simulator } from '../support/simulator';
-import { LazyTemporalClient } from '../../src/temporal/client';
+import { LazyTemporalClient, terminateRunningOnQueue } from '../../src/temporal/client';
 import { signalSession } from '../../src/temporal/session-signals';
 import { allEvents, httpTenant, ONE_TURN_RUN, postMessage, spawnWorker, waitForClosing, workerEnv, type WorkerProcess } from './support';
 
@@ -22,18 +22,11 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await worker?.kill();
-  await terminateOnQueue();
+  if (temporal && api) await terminateRunningOnQueue(await temporal.get(), api.deps.config.TEMPORAL_TASK_QUEUE, 'test finished');
   await temporal?.close();
   await api?.close();
   await simulator?.close();
 });
-
-async function terminateOnQueue(): Promise<void> {
-  const client = await temporal.get();
-  for await (const wf of client.workflow.list({ query: `TaskQueue = '${api.deps.config.TEMPORAL_TASK_QUEUE}' AND ExecutionStatus = 'Running'` })) {
-    await client.workflow.getHandle(wf.workflowId).terminate('test finished').catch(() => undefined);
-  }
-}
 
 test('a message committed while Temporal is unreachable is picked up by the reconciler and runs exactly once', async () => {
   const { client, agentId, tenant, newSession } = await httpTenant(api);
