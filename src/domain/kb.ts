@@ -229,31 +229,66 @@ export type SortSpec = z.infer<typeof SortSchema>;
 export const CALENDAR_INTERVALS = ['minute', 'hour', 'day', 'week', 'month', 'quarter', 'year'] as const;
 const FIXED_INTERVAL = /^[1-9][0-9]{0,5}(ms|s|m|h|d)$/;
 
-export const AggregationSchema = z
-  .strictObject({
-    type: z.enum(['terms', 'date_histogram', 'min', 'max']),
-    field: z.string(),
-    size: z.number().int().min(1).max(KB_LIMITS.termsSizeMax).optional(),
-    interval: z.string().optional(),
-  })
-  .superRefine((agg, ctx) => {
-    const fail = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
-    if (agg.type === 'terms') {
-      if (!isKeywordField(agg.field)) fail('field', 'terms aggregates type, uri, language, title.keyword or metadata.<field>');
-    } else if (!isDateField(agg.field)) {
-      fail('field', `${agg.type} aggregates a date field: created_at or modified_at`);
+const aggregationFields = {
+  type: z.enum(['terms', 'date_histogram', 'min', 'max']),
+  field: z.string(),
+  size: z.number().int().min(1).max(KB_LIMITS.termsSizeMax).optional(),
+  interval: z.string().optional(),
+};
+
+function checkAggregation(agg: { type: string; field: string; size?: number; interval?: string }, ctx: z.RefinementCtx): void {
+  const fail = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (agg.type === 'terms') {
+    if (!isKeywordField(agg.field)) fail('field', 'terms aggregates type, uri, language, title.keyword or metadata.<field>');
+  } else if (!isDateField(agg.field)) {
+    fail('field', `${agg.type} aggregates a date field: created_at or modified_at`);
+  }
+  if (agg.size !== undefined && agg.type !== 'terms') fail('size', 'size applies only to terms aggregations');
+  if (agg.type === 'date_histogram') {
+    if (agg.interval === undefined) fail('interval', 'interval is required for date_histogram');
+    else if (!(CALENDAR_INTERVALS as readonly string[]).includes(agg.interval) && !FIXED_INTERVAL.test(agg.interval)) {
+      fail('interval', `interval must be one of ${CALENDAR_INTERVALS.join(', ')} or a fixed interval such as 12h or 7d`);
     }
-    if (agg.size !== undefined && agg.type !== 'terms') fail('size', 'size applies only to terms aggregations');
-    if (agg.type === 'date_histogram') {
-      if (agg.interval === undefined) fail('interval', 'interval is required for date_histogram');
-      else if (!(CALENDAR_INTERVALS as readonly string[]).includes(agg.interval) && !FIXED_INTERVAL.test(agg.interval)) {
-        fail('interval', `interval must be one of ${CALENDAR_INTERVALS.join(', ')} or a fixed interval such as 12h or 7d`);
-      }
-    } else if (agg.interval !== undefined) {
-      fail('interval', 'interval applies only to date_histogram aggregations');
-    }
-  });
+  } else if (agg.interval !== undefined) {
+    fail('interval', 'interval applies only to date_histogram aggregations');
+  }
+}
+
+export const AggregationSchema = z.strictObject(aggregationFields).superRefine(checkAggregation);
 export type AggregationSpec = z.infer<typeof AggregationSchema>;
+
+const AGGREGATION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const AGGREGATION_NAME_RULE = 'aggregation names are 1-64 characters from A-Z a-z 0-9 _ -';
+const tooManyAggregations = `at most ${KB_LIMITS.aggregations} aggregations`;
+
+const NamedAggregationSchema = z.strictObject({ name: z.string().regex(AGGREGATION_NAME, AGGREGATION_NAME_RULE), ...aggregationFields }).superRefine(checkAggregation);
+
+/** The spec's form: an array of `{name, field, type, interval, size}`, names unique. */
+const AggregationListSchema = z
+  .array(NamedAggregationSchema)
+  .max(KB_LIMITS.aggregations, tooManyAggregations)
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    for (const [index, agg] of list.entries()) {
+      if (seen.has(agg.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `aggregation name '${agg.name}' is used twice` });
+      seen.add(agg.name);
+    }
+  })
+  .transform((list): Record<string, AggregationSpec> => Object.fromEntries(list.map(({ name, ...agg }) => [name, agg])));
+
+/** Also accepted: an object keyed by name, the shape the response uses. */
+const AggregationMapSchema = keyedRecord(AGGREGATION_NAME, AGGREGATION_NAME_RULE, AggregationSchema).refine(
+  (v) => Object.keys(v).length <= KB_LIMITS.aggregations,
+  tooManyAggregations,
+);
+
+/** Either form becomes a map by name; errors keep the path of the form that was sent. */
+const AggregationsSchema = z.unknown().transform((value, ctx): Record<string, AggregationSpec> => {
+  const parsed = (Array.isArray(value) ? AggregationListSchema : AggregationMapSchema).safeParse(value);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+  return z.NEVER;
+});
 
 export const SearchRequestSchema = z.strictObject({
   // A blank query is a browse request, the same as no query.
@@ -265,9 +300,7 @@ export const SearchRequestSchema = z.strictObject({
     .transform((v) => (v ? v : undefined)),
   filters: SearchFiltersSchema.optional(),
   sort: SortSchema.optional(),
-  aggregations: keyedRecord(/^[A-Za-z0-9_-]{1,64}$/, 'aggregation names are 1-64 characters from A-Z a-z 0-9 _ -', AggregationSchema)
-    .refine((v) => Object.keys(v).length <= KB_LIMITS.aggregations, `at most ${KB_LIMITS.aggregations} aggregations`)
-    .optional(),
+  aggregations: AggregationsSchema.optional(),
   top_n: z.number().int().min(1).max(KB_LIMITS.topNMax).default(KB_LIMITS.topNDefault),
 });
 export type SearchRequest = z.infer<typeof SearchRequestSchema>;

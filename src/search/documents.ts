@@ -23,7 +23,8 @@ export const esDocumentId = (collectionId: string, documentId: string) => `${col
 export interface BulkItemResult {
   id?: string;
   status: number;
-  result?: 'created' | 'updated';
+  /** Every item has one (the spec): what happened to the document, `failed` when nothing did. */
+  result: 'created' | 'updated' | 'failed';
   error?: { message: string; type: string; code: number };
 }
 
@@ -36,6 +37,7 @@ export function describeZodError(error: z.ZodError): string {
 const itemError = (status: number, type: string, message: string, id?: string): BulkItemResult => ({
   ...(id !== undefined ? { id } : {}),
   status,
+  result: 'failed',
   error: { message, type, code: status },
 });
 

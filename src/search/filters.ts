@@ -11,6 +11,10 @@ const rangeClause = (field: string, range: DateRange): Clause => ({
   range: { [field]: { ...(range.gte ? { gte: range.gte } : {}), ...(range.lte ? { lte: range.lte } : {}), format: 'strict_date_optional_time' } },
 });
 
+// A range with neither bound constrains nothing (as an unbounded range clause it would still
+// drop documents without the date).
+const bounded = (range: DateRange | null | undefined): range is DateRange => !!range && (range.gte !== undefined || range.lte !== undefined);
+
 // `terms` with an empty list matches nothing, which is what an empty ceiling means.
 function constraintClauses(c: Constraints): Clause[] {
   const clauses: Clause[] = [];
@@ -18,8 +22,8 @@ function constraintClauses(c: Constraints): Clause[] {
   if (c.uri) clauses.push({ terms: { uri: c.uri } });
   if (c.language) clauses.push({ terms: { language: c.language.map((l) => l.toLowerCase()) } });
   for (const [key, values] of Object.entries(c.metadata ?? {})) clauses.push({ terms: { [`metadata.${key}`]: values } });
-  if (c.created_at) clauses.push(rangeClause('created_at', c.created_at));
-  if (c.modified_at) clauses.push(rangeClause('modified_at', c.modified_at));
+  if (bounded(c.created_at)) clauses.push(rangeClause('created_at', c.created_at));
+  if (bounded(c.modified_at)) clauses.push(rangeClause('modified_at', c.modified_at));
   return clauses;
 }
 
@@ -32,7 +36,7 @@ export function filterClauses(collectionId: string, filters?: SearchFilters, cei
 }
 
 function withinRange(value: string | undefined, range: DateRange | null | undefined): boolean {
-  if (!range) return true;
+  if (!bounded(range)) return true;
   if (value === undefined) return false;
   const t = Date.parse(value);
   return (!range.gte || t >= Date.parse(range.gte)) && (!range.lte || t <= Date.parse(range.lte));

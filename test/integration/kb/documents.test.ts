@@ -77,6 +77,7 @@ describe('POST /documents/bulk: each item on its own', () => {
     const [good, rejected] = response.body.items;
     expect(good).toEqual({ id: goodId, status: 201, result: 'created' });
     expect(rejected.status).toBe(400);
+    expect(rejected.result).toBe('failed');
     expect(rejected.error).toMatchObject({ type: 'invalid_request_error', code: 400 });
     expect(rejected.error.message).toContain(fragment);
     if (typeof (bad as { id?: unknown }).id === 'string') expect(rejected.id).toBe((bad as { id: string }).id);

@@ -86,7 +86,7 @@ describe('sort', () => {
 
 describe('aggregations', () => {
   test('terms: buckets by count, size default 10, other_doc_count 0 when complete', async () => {
-    const body = await kb.searchOk(collection, { aggregations: { types: { type: 'terms', field: 'type' } } });
+    const body = await kb.searchOk(collection, { aggregations: [{ name: 'types', type: 'terms', field: 'type' }] }); // the spec's array form
     expect(body.aggregations.types).toEqual({
       buckets: [{ key: 'post', doc_count: 3 }, { key: 'page', doc_count: 2 }, { key: 'product', doc_count: 1 }],
       other_doc_count: 0,

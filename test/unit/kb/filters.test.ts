@@ -30,6 +30,10 @@ describe('filterClauses', () => {
   test('null ceiling members add nothing; an empty list stays (matches nothing)', () => {
     expect(filterClauses('c', undefined, { type: null, uri: [] })).toEqual([{ term: { collection_id: 'c' } }, { terms: { uri: [] } }]);
   });
+
+  test('a date range with neither bound constrains nothing (documents without the date stay in)', () => {
+    expect(filterClauses('c', { created_at: {} }, { modified_at: {} })).toEqual([{ term: { collection_id: 'c' } }]);
+  });
 });
 
 describe('documentWithinCeiling', () => {
@@ -53,6 +57,7 @@ describe('documentWithinCeiling', () => {
     [{ created_at: { gte: '2024-01-15T01:00:00+01:00' } }, true],
     [{ created_at: { gt: undefined, lte: '2024-01-14T23:59:59Z' } }, false],
     [{ modified_at: { gte: '2000-01-01T00:00:00Z' } }, false],
+    [{ modified_at: {} }, true],
   ])('%j → %s', (ceiling, expected) => {
     expect(documentWithinCeiling(doc, ceiling as never)).toBe(expected);
   });

@@ -25,6 +25,21 @@ describe('schemas', () => {
     expect(AggregationSchema.safeParse({ type: 'date_histogram', field: 'created_at', interval: '12h' }).success).toBe(true);
     expect(AggregationSchema.safeParse({ type: 'date_histogram', field: 'created_at', interval: '0d' }).success).toBe(false);
   });
+
+  test("aggregations: the spec's array of {name, ...} and an object keyed by name parse to the same map", () => {
+    const list = SearchRequestSchema.parse({ aggregations: [{ name: 't', type: 'terms', field: 'type', size: 3 }, { name: 'm', type: 'min', field: 'created_at' }] });
+    const map = SearchRequestSchema.parse({ aggregations: { t: { type: 'terms', field: 'type', size: 3 }, m: { type: 'min', field: 'created_at' } } });
+    expect(list.aggregations).toEqual({ t: { type: 'terms', field: 'type', size: 3 }, m: { type: 'min', field: 'created_at' } });
+    expect(map.aggregations).toEqual(list.aggregations);
+    const duplicate = SearchRequestSchema.safeParse({ aggregations: [{ name: 't', type: 'terms', field: 'type' }, { name: 't', type: 'min', field: 'created_at' }] });
+    expect(duplicate.success ? [] : duplicate.error.issues.map((i) => i.path.join('.'))).toEqual(['aggregations.1.name']);
+    const bad = SearchRequestSchema.safeParse({ aggregations: [{ name: 'a', type: 'terms', field: 'type', interval: 'day' }] });
+    expect(bad.success ? [] : bad.error.issues.map((i) => i.path.join('.'))).toEqual(['aggregations.0.interval']);
+    const badMap = SearchRequestSchema.safeParse({ aggregations: { a: { type: 'terms', field: 'type', interval: 'day' } } });
+    expect(badMap.success ? [] : badMap.error.issues.map((i) => i.path.join('.'))).toEqual(['aggregations.a.interval']);
+    expect(SearchRequestSchema.safeParse({ aggregations: [{ type: 'terms', field: 'type' }] }).success).toBe(false); // a name is required
+    expect(SearchRequestSchema.safeParse({ aggregations: 'terms' }).success).toBe(false);
+  });
 });
 
 describe('aggregations', () => {
