@@ -18,5 +18,9 @@ export function hashSecret(secret: string): Buffer {
   return createHash('sha256').update(secret, 'utf8').digest();
 }
 
-/** What listings show of a key: enough to tell keys apart, never enough to use one. */
-export const displayPrefix = (key: string): string => key.slice(0, 10);
+/**
+ * What listings show of a key: `svc_…` and the first 8 hex digits of its SHA-256, enough to
+ * tell keys apart (and to match one: `printf %s "$KEY" | sha256sum | cut -c1-8`) without
+ * storing a single character of the secret.
+ */
+export const displayPrefix = (key: string): string => `${API_KEY_PREFIX}…${hashSecret(key).toString('hex').slice(0, 8)}`;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Router from '@koa/router';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -121,10 +122,13 @@ describe('API keys', () => {
     expect(rows[0].last_used_at).toBeInstanceOf(Date);
   });
 
-  test('only the SHA-256 of a key is stored', async () => {
+  test('only the SHA-256 of a key is stored; listings show a fingerprint of it, no character of the secret', async () => {
     const { rows } = await api.deps.db.query("SELECT * FROM api_keys WHERE id = $1", [tenant.keyId]);
-    expect(JSON.stringify(rows[0])).not.toContain(tenant.key.slice(12));
+    const secret = tenant.key.slice('svc_'.length);
+    const stored = JSON.stringify(rows[0]);
+    for (let i = 0; i + 6 <= secret.length; i++) expect(stored).not.toContain(secret.slice(i, i + 6));
     expect(rows[0].key_hash).toHaveLength(32);
+    expect(rows[0].display_prefix).toBe(`svc_…${createHash('sha256').update(tenant.key).digest('hex').slice(0, 8)}`);
   });
 });
 
