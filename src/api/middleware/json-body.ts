@@ -17,8 +17,9 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean } = {
       ctx.request.body = undefined;
       return next();
     }
-    if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType();
+    // Size first: an oversize body is 413 whatever it claims to be.
     if (length !== '' && Number(length) > limitBytes) throw payloadTooLarge(limitBytes);
+    if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType();
     const text = await readBody(ctx.req, limitBytes);
     try {
       ctx.request.body = text.length === 0 ? undefined : JSON.parse(text);

@@ -162,6 +162,8 @@ describe('POST /v1/sites: validation', () => {
     expect((await json(response)).error.type).toBe('request_too_large');
     const garbage = await register(token, 'x'.repeat(64 * 1024 + 1));
     expect(garbage.status).toBe(413);
+    const notJson = await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'text/plain' }, body: 'x'.repeat(64 * 1024 + 1) });
+    expect(notJson.status).toBe(413); // size is checked before the media type
     const head = `{"site_url":"https://${uniqueId('k')}.example.com"`;
     const exactly = head + ' '.repeat(64 * 1024 - head.length - 1) + '}';
     expect(Buffer.byteLength(exactly)).toBe(64 * 1024);
