@@ -1,5 +1,5 @@
 import type { Deps } from '../deps';
-import { ApiError, forbidden } from '../api/errors';
+import { ApiError, forbidden, serviceUnavailable } from '../api/errors';
 import type { Middleware } from '../api/types';
 import { findServiceTokenByHash } from '../store/service-tokens';
 import { findOAuthAccessTokenByHash } from '../store/oauth';
@@ -8,7 +8,7 @@ import { hashSecret, isWellFormedApiKey, API_KEY_PREFIX } from './api-keys';
 import { apiKeyCacheFor } from './api-key-cache';
 import type { Principal } from './principal';
 import { hasAccess, type Scope } from './scopes';
-import { SERVICE_TOKEN_PREFIX, jwtAlgorithm, verifyBrowserToken, verifyIdpToken } from './tokens';
+import { IdentityProviderUnavailable, SERVICE_TOKEN_PREFIX, jwtAlgorithm, verifyBrowserToken, verifyIdpToken } from './tokens';
 
 /** `oauth`: access tokens from the OAuth token endpoint (site plugins, POST /v1/sites only). */
 export type CredentialKind = 'api_key' | 'service_token' | 'browser_session' | 'okta' | 'oauth';
@@ -96,8 +96,13 @@ export async function resolveCredential(deps: Deps, token: string): Promise<Prin
     };
   }
   if (algorithm) {
-    const claims = await verifyIdpToken(deps.config, token).catch(() => undefined);
-    if (!claims || claims.accountIds.length === 0) throw invalidToken();
+    const claims = await verifyIdpToken(deps.config, token).catch((error) => {
+      if (error instanceof IdentityProviderUnavailable) throw serviceUnavailable(error.message);
+      return undefined;
+    });
+    if (!claims) throw invalidToken();
+    // A valid token that grants no account has no permission here (403), not a bad credential.
+    if (claims.accountIds.length === 0) throw forbidden('the identity-provider token grants access to no account');
     return { method: 'okta', actorType: 'authenticated', accountId: claims.accountIds[0]!, accountIds: claims.accountIds, subject: claims.subject };
   }
   throw invalidToken();

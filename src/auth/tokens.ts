@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
-import { SignJWT, jwtVerify, createRemoteJWKSet, decodeProtectedHeader, type JWTVerifyGetKey } from 'jose';
+import { SignJWT, jwtVerify, createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config';
 
 /**
@@ -94,10 +94,25 @@ export async function verifyIdpToken(config: Config, token: string): Promise<Idp
   } else {
     key = devIssuerKey(config).publicKey;
   }
-  const { payload } = await jwtVerify(token, key as KeyObject, { issuer: config.OIDC_ISSUER, audience: config.OIDC_AUDIENCE });
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, key as KeyObject, { issuer: config.OIDC_ISSUER, audience: config.OIDC_AUDIENCE }));
+  } catch (error) {
+    // The token was never judged when the provider's key set could not be fetched.
+    if (!(error instanceof joseErrors.JOSEError) || error instanceof joseErrors.JWKSTimeout) throw new IdentityProviderUnavailable();
+    throw error;
+  }
   const accountIds = Array.isArray(payload.account_ids) ? payload.account_ids.map(String) : [];
-  if (!payload.sub) throw new Error('token has no subject');
+  if (!payload.sub) throw new joseErrors.JWTClaimValidationFailed('token has no subject', payload, 'sub', 'missing');
   return { subject: payload.sub, accountIds };
+}
+
+/** The identity provider's signing keys could not be fetched (not the token's fault: retryable). */
+export class IdentityProviderUnavailable extends Error {
+  constructor() {
+    super("the identity provider's signing keys could not be fetched");
+    this.name = 'IdentityProviderUnavailable';
+  }
 }
 
 export function jwtAlgorithm(token: string): string | undefined {

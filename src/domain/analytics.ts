@@ -174,19 +174,24 @@ export function buildResponse(query: AnalyticsQuery, rows: AggregateRow[]): Anal
     [...map.values()]
       .map((e) => ({ ...pick(e.dims, query.groupBy), credits_nano: Number(e.credits), request_count: Number(e.count) }))
       .sort(compareRows);
-  const sum = (list: UsageRowOut[]) => list.reduce((acc, r) => ({ credits_nano: acc.credits_nano + r.credits_nano, request_count: acc.request_count + r.request_count }), { credits_nano: 0, request_count: 0 });
-  const totalRows = present(totals);
+  // Sums stay exact (bigint) and become numbers once, not by adding rounded row values.
+  const sum = (map: typeof totals) => {
+    let credits = 0n;
+    let count = 0n;
+    for (const e of map.values()) {
+      credits += e.credits;
+      count += e.count;
+    }
+    return { credits_nano: Number(credits), request_count: Number(count) };
+  };
   return {
     project_id: query.projectId,
     bucket_width: query.width,
     start_time: iso(query.start),
     end_time: iso(query.end),
     group_by: query.groupBy,
-    totals: { ...sum(totalRows), models: totalRows },
-    buckets: bounds.map(([from, to], i) => {
-      const models = present(perBucket[i]!);
-      return { start_time: iso(from), end_time: iso(to), ...sum(models), models };
-    }),
+    totals: { ...sum(totals), models: present(totals) },
+    buckets: bounds.map(([from, to], i) => ({ start_time: iso(from), end_time: iso(to), ...sum(perBucket[i]!), models: present(perBucket[i]!) })),
   };
 }
 

@@ -155,6 +155,24 @@ describe('other credentials', () => {
     expect((await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(tenant.key) })).status).toBe(403);
   });
 
+  test('identity-provider token: one that grants no account is 403; keys that cannot be fetched are 503, not 401', async () => {
+    const noAccount = await signDevIdpToken(api.deps.config, { subject: 'user-2', accountIds: [] });
+    const refused = await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(noAccount) });
+    expect(refused.status).toBe(403);
+    expect((await json(refused)).error.type).toBe('permission_error');
+
+    // An identity provider whose key set is unreachable: the token was never judged.
+    const unreachable = await startApi({ OIDC_JWKS_URL: 'http://127.0.0.1:1/.well-known/jwks.json' }, { extraRouters: [probeRouter(() => unreachable)] });
+    try {
+      const token = await signDevIdpToken(api.deps.config, { subject: 'user-1', accountIds: [tenant.accountId] });
+      const response = await fetch(`${unreachable.url}/v1/_probe/analytics`, { headers: bearer(token) });
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).not.toBeNull();
+    } finally {
+      await unreachable.close();
+    }
+  });
+
   test('service token: authenticates a site; a revoked or unknown one is 401', async () => {
     const token = await createServiceToken(api.deps.db, tenant.accountId);
     expect((await fetch(`${api.url}/v1/_probe/agents`, { headers: bearer(token) })).status).toBe(200);
