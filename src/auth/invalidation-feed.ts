@@ -23,6 +23,7 @@ export class InvalidationFeed {
   private readonly handlers = new Map<Channel, Set<(payload: string) => void>>();
   private readonly resetHandlers = new Set<() => void>();
   private client: Client | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(pool: Pool, private readonly connectionString: string, private readonly logger: Logger) {
@@ -52,6 +53,8 @@ export class InvalidationFeed {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // A reconnect scheduled by a lost connection must not fire after close.
+    clearTimeout(this.reconnectTimer);
     this.reset();
     await this.client?.end().catch(() => undefined);
   }
@@ -74,7 +77,7 @@ export class InvalidationFeed {
       if (this.closed) return;
       this.logger.warn({ cause: error?.message }, 'cache invalidation listener lost; hot-path caches are bypassed until it is back');
       client.end().catch(() => undefined);
-      setTimeout(() => this.connect(), RECONNECT_DELAY_MS).unref();
+      this.reconnectTimer = setTimeout(() => this.connect(), RECONNECT_DELAY_MS).unref();
     };
     client.on('error', fail);
     client.on('end', () => fail());
