@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { Logger } from '../logger';
+import { onPoolEnding } from '../store/db';
 import { API_KEY_REVOKED_CHANNEL, findApiKeyByHash, onApiKeyRevoked, touchApiKey, type ApiKeyRecord } from '../store/api-keys';
 import { invalidationFeedFor, type InvalidationFeed } from './invalidation-feed';
 
@@ -45,9 +46,7 @@ export class ApiKeyCache {
     });
     feed.on(API_KEY_REVOKED_CHANNEL, (id) => this.forget(id));
     feed.onReset(() => this.clear());
-    pool.on('remove', () => {
-      if ((pool as Pool & { ending?: boolean }).ending) unsubscribe();
-    });
+    onPoolEnding(pool, unsubscribe);
   }
 
   /** The key with this SHA-256 digest (active or revoked), or undefined when there is none. */

@@ -1,5 +1,6 @@
 import { Client, type Pool } from 'pg';
 import type { Logger } from '../logger';
+import { onPoolEnding } from '../store/db';
 
 /**
  * One LISTEN connection per api process (per pool), over which Postgres tells the
@@ -27,10 +28,7 @@ export class InvalidationFeed {
   private closed = false;
 
   constructor(pool: Pool, private readonly connectionString: string, private readonly logger: Logger) {
-    // pg's Pool has no 'end' event; it removes its idle clients when ending.
-    pool.on('remove', () => {
-      if ((pool as Pool & { ending?: boolean }).ending) void this.close();
-    });
+    onPoolEnding(pool, () => void this.close());
     this.connect();
   }
 

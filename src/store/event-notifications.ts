@@ -1,5 +1,6 @@
 import { Client, type Pool } from 'pg';
 import type { Logger } from '../logger';
+import { onPoolEnding } from './db';
 
 /**
  * One LISTEN connection per api process for `session_events` notifications (appendEvents
@@ -27,10 +28,7 @@ export class SessionEventHub {
   private readonly subscribers = new Map<string, Set<Subscriber>>();
 
   constructor(pool: Pool, private readonly databaseUrl: string, private readonly log: Logger) {
-    // pg's Pool has no 'end' event; it removes its idle clients when ending.
-    pool.on('remove', () => {
-      if ((pool as Pool & { ending?: boolean }).ending) this.close();
-    });
+    onPoolEnding(pool, () => this.close());
   }
 
   /** Closes the connection now and ends the open streams; later subscriptions fail. */
