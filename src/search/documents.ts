@@ -95,10 +95,14 @@ export async function bulkIndexDocuments(
   });
   if (valid.length === 0) return results;
 
-  let vectors: number[][] | undefined;
+  // A document with no text at all (empty content, no title) has nothing to embed: it is
+  // indexed for filters and browsing only (embedding APIs refuse empty input).
+  const vectors = new Map<number, number[]>();
   if (context.embedder) {
+    const texts = valid.map((v, i) => ({ i, text: documentEmbeddingText(v.input) })).filter(({ text }) => text.trim() !== '');
     try {
-      vectors = await context.embedder.embed(valid.map((v) => documentEmbeddingText(v.input)), 'document');
+      const embedded = texts.length > 0 ? await context.embedder.embed(texts.map(({ text }) => text), 'document') : [];
+      texts.forEach(({ i }, k) => vectors.set(i, embedded[k]!));
     } catch (error) {
       throw new SearchUnavailableError('the embedding model is unavailable; retry after a short delay', { cause: error });
     }
@@ -108,8 +112,9 @@ export async function bulkIndexDocuments(
   const operations: estypes.BulkRequest<StoredDocument>['operations'] = [];
   valid.forEach((v, i) => {
     const source = toStored(collectionId, v.id, v.input, indexedAt);
-    if (vectors) {
-      source.embedding = vectors[i];
+    const vector = vectors.get(i);
+    if (vector) {
+      source.embedding = vector;
       source.embedding_model = context.embedder!.model;
     }
     operations.push({ index: { _index: context.alias, _id: esDocumentId(collectionId, v.id), routing: collectionId } }, source);

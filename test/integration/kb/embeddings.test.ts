@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { LocalOnnxEmbedder } from '../../../src/search/embeddings/local-onnx-embedder';
 import { defaultModelDir, LOCAL_MODEL } from '../../../src/search/embeddings/local-model-files';
 import { OpenAiCompatibleEmbedder } from '../../../src/search/embeddings/openai-compatible-embedder';
-import { ensureLocalModel } from './kb-client';
+import { startApi } from '../../support/harness';
+import { ensureLocalModel, ids, tenantWithClient } from './kb-client';
 
 let local: LocalOnnxEmbedder;
 beforeAll(async () => {
@@ -61,6 +62,11 @@ describe('OpenAI-compatible endpoint', () => {
         response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"model not found"}}');
         return;
       }
+      // As OpenAI does: an empty string is not a valid input.
+      if (body.input.some((text: string) => text === '')) {
+        response.writeHead(400, { 'content-type': 'application/json' }).end('{"error":{"message":"input cannot be an empty string"}}');
+        return;
+      }
       const vectors = await local.embed(body.input, 'document');
       // Deliberately out of order and unnormalised: the client must use `index` and normalise.
       const data = vectors.map((embedding, index) => ({ object: 'embedding', index, embedding: embedding.map((x) => x * 3) })).reverse();
@@ -82,6 +88,25 @@ describe('OpenAI-compatible endpoint', () => {
     expect(cosine(vectors[1]!, expected[1]!)).toBeCloseTo(1, 4);
     expect(seen.at(-1)).toEqual({ authorization: 'Bearer sk-test', body: { model: 'all-minilm', input: texts } });
     expect(remote.model).toBe('openai-compatible:all-minilm');
+  });
+
+  test('a document with no text is indexed without an embedding instead of failing its batch', async () => {
+    const api = await startApi({ EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'all-minilm' });
+    try {
+      const { kb } = await tenantWithClient(api);
+      const collection = await kb.newCollection();
+      const response = await kb.bulk(collection, [
+        { id: 'blank', content: '' },
+        { id: 'words', content: 'a note about the autumn harvest' },
+      ]);
+      expect(response.status).toBe(200);
+      expect(response.body.items.map((item: { status: number }) => item.status)).toEqual([201, 201]);
+      const browse = await kb.searchOk(collection, { sort: [{ field: 'created_at' }] });
+      expect(ids(browse).sort()).toEqual(['blank', 'words']);
+      expect(ids(await kb.searchOk(collection, { query: 'harvest' }))).toContain('words');
+    } finally {
+      await api.close();
+    }
   });
 
   test('an error status becomes an error, never a made-up vector', async () => {
