@@ -139,6 +139,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       scope.cancel();
     });
 
+    // The spec: after a compacting cycle, context_tokens is the post-compaction estimate.
+    let compactionEstimate: number | undefined;
     try {
       const end = await scope.run(async (): Promise<CycleEnd> => {
         let compactedThisTurn = false;
@@ -153,6 +155,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
             const compacted = await modelActivities(`compaction before turn ${turn}`).compactContext({ sessionId, runId: cycle.runId, turn });
             usage = addUsage(usage, compacted.usage);
             contextTokens = compacted.contextTokens;
+            compactionEstimate = compacted.contextTokens;
             if (!compacted.fits) return { kind: 'error', code: 'context_exceeded' };
             compactedThisTurn = true;
             continue;
@@ -167,7 +170,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           if (outcome.clientToolCalls.length > 0) return { kind: 'pause', toolCalls: outcome.clientToolCalls };
         }
       });
-      return { end, usage, contextTokens, turns };
+      return { end, usage, contextTokens: compactionEstimate ?? contextTokens, turns };
     } catch (error) {
       if (isCancellation(error)) {
         const code: CycleEnd = timedOut
@@ -175,9 +178,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           : interruptRequested
             ? { kind: 'stop', stopReason: 'user_cancelled' }
             : { kind: 'error', code: 'run_interrupted' };
-        return { end: code, usage, contextTokens, turns };
+        return { end: code, usage, contextTokens: compactionEstimate ?? contextTokens, turns };
       }
-      return { end: { kind: 'error', code: errorCodeOf(error) }, usage, contextTokens, turns };
+      return { end: { kind: 'error', code: errorCodeOf(error) }, usage, contextTokens: compactionEstimate ?? contextTokens, turns };
     } finally {
       timerScope.cancel();
       currentScope = undefined;

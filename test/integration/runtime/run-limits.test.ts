@@ -96,6 +96,10 @@ test('compaction: the oldest turns are summarized into session.compaction; origi
   expect(event.context_tokens).toBeLessThan(8192);
   // The summary call is billed with the run.
   const turn = events.filter((e) => e.type === 'session.turn_usage').at(-1)!.content[0];
+  // After a compacting cycle context_tokens is the post-compaction estimate, not the next turn's tokens
+  // (that turn also counts its reply).
+  expect(event.context_tokens).toBeGreaterThan(0);
+  expect(event.context_tokens).toBeLessThan(turn.total_tokens);
   expect(event.usage.credits_nano).toBeGreaterThan(turn.credits_nano);
 });
 
