@@ -219,14 +219,13 @@ export function reasoningEffortError(modelId: string, effort: string): string | 
 }
 
 /**
- * Applies a PATCH to the stored fields, field class by field class, then the catalog
- * rules. A model change silently clears a stored reasoning_effort the new model does not
- * accept (unless the same request sets one, which is then validated). A stored temperature
- * follows the same rule: when the request does not send `temperature`, a stored value the
- * resulting model does not accept (unsupported, or outside its range) is cleared rather
- * than failing the update, so a model switch never needs a second field to succeed, and an
- * agent stored before temperatures were checked against the catalog is normalised on its
- * next update. A temperature sent in the request is always validated (400).
+ * Applies a PATCH to the stored fields, field class by field class, then the catalog rules
+ * to what the request changes. Omitted fields stay as stored (the spec), even where the
+ * catalog has since moved on, so an update of one field never fails over another. A model
+ * change clears a stored reasoning_effort the new model does not accept (the spec), and a
+ * stored temperature it does not accept (unsupported, or outside its range) the same way,
+ * so a model switch never needs a second field to succeed; a value the same request sends
+ * is validated instead (400).
  */
 export function applyAgentPatch(current: AgentFields, patch: AgentPatch): { fields: AgentFields } | { error: FieldError } {
   const next: AgentFields = { ...current };
@@ -251,9 +250,16 @@ export function applyAgentPatch(current: AgentFields, patch: AgentPatch): { fiel
   if (modelChanged && patch.reasoning_effort === undefined && next.reasoning_effort !== null && reasoningEffortError(next.model, next.reasoning_effort)) {
     next.reasoning_effort = null;
   }
-  if (patch.temperature === undefined && next.temperature !== null && temperatureError(next.model, next.temperature)) {
+  if (modelChanged && patch.temperature === undefined && next.temperature !== null && temperatureError(next.model, next.temperature)) {
     next.temperature = null;
   }
-  const error = modelRuleError(next);
+  const sent = { model: patch.model !== undefined, temperature: patch.temperature !== undefined, reasoning_effort: patch.reasoning_effort !== undefined, max_tokens: patch.max_tokens !== undefined };
+  if (!sent.model && !sent.temperature && !sent.reasoning_effort && !sent.max_tokens) return { fields: next };
+  const error = modelRuleError({
+    model: next.model,
+    temperature: modelChanged || sent.temperature ? next.temperature : null,
+    reasoning_effort: modelChanged || sent.reasoning_effort ? next.reasoning_effort : null,
+    max_tokens: sent.max_tokens ? next.max_tokens : null,
+  });
   return error ? { error } : { fields: next };
 }

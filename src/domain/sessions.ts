@@ -7,8 +7,9 @@ export const SESSION_LIMITS = { titleChars: 512, ownerIdChars: 255, metadataKeys
 /**
  * Session status and the run phase it stands for (documented in docs/agents-and-sessions.md):
  * idle: no run holds the session, or the run is paused waiting for client tool results;
- * running: a run is in flight; rescheduling: the run is being retried after a transient
- * failure; terminated: the session was deleted; error: the last run ended in session.error.
+ * running: a run is in flight (transient failures are retried within it); rescheduling:
+ * reserved, not set by this runtime; terminated: the session was deleted; error: the last run
+ * ended in session.error.
  */
 export const SESSION_STATUSES = ['idle', 'running', 'rescheduling', 'terminated', 'error'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];

@@ -173,12 +173,19 @@ describe('PATCH temperature against the model catalog', () => {
     expect((await patch(agent.id, { model: TOOLS_MODEL, temperature: null })).body).not.toHaveProperty('temperature');
   });
 
-  test('an agent stored with a temperature its model refuses (before the catalog check) is normalised by its next update', async () => {
+  test('an update leaves omitted fields as stored, even ones the catalog would now refuse', async () => {
     const agent = await createAgent(client, tenant.projectId, { model: TOOLS_MODEL });
-    await api.deps.db.query('UPDATE agents SET temperature = 0.7 WHERE id = $1', [agent.id]);
+    // Stored before the catalog check (or before the catalog changed): a temperature its model refuses.
+    await api.deps.db.query('UPDATE agents SET temperature = 0.7, reasoning_effort = $2 WHERE id = $1', [agent.id, 'no-such-effort']);
     const renamed = await patch(agent.id, { name: 'renamed' });
     expect(renamed.status).toBe(200);
-    expect(renamed.body).not.toHaveProperty('temperature');
+    expect(renamed.body).toMatchObject({ name: 'renamed', temperature: 0.7, reasoning_effort: 'no-such-effort' });
+    // A field the request sends is checked; so are the fields a model change affects.
+    expect((await patch(agent.id, { reasoning_effort: 'no-such-effort' })).status).toBe(400);
+    const switched = await patch(agent.id, { model: PLAIN_MODEL });
+    expect(switched.status).toBe(200);
+    expect(switched.body).toMatchObject({ model: PLAIN_MODEL, temperature: 0.7 });
+    expect(switched.body).not.toHaveProperty('reasoning_effort');
   });
 });
 
