@@ -63,6 +63,13 @@ const Base64Text = z
 /** Room for the JSON around a base64 payload (field names, model, language, ...). */
 const JSON_ENVELOPE_BYTES = 64 * 1024;
 
+/**
+ * The body limit of a route whose JSON carries up to `bytes` as base64. JSON writers that
+ * escape `/` as `\/` (PHP's json_encode, the CMS plugins' default) make random base64 about
+ * 1/64 longer; the exact limit is checked on the decoded size.
+ */
+const base64BodyLimit = (bytes: number): number => Math.ceil((base64Length(bytes) * 65) / 64) + JSON_ENVELOPE_BYTES;
+
 // ---------------------------------------------------------------------------------------
 // POST /v1/content/suggest-taxonomy
 // ---------------------------------------------------------------------------------------
@@ -195,7 +202,7 @@ function byLowerCase(values: string[]): Map<string, string> {
 
 export const MAX_TRANSCRIPTION_AUDIO_BYTES = 25 * MiB;
 /** The route's body limit: the largest audio as base64, plus the rest of the JSON. */
-export const TRANSCRIPTION_BODY_LIMIT_BYTES = base64Length(MAX_TRANSCRIPTION_AUDIO_BYTES) + JSON_ENVELOPE_BYTES;
+export const TRANSCRIPTION_BODY_LIMIT_BYTES = base64BodyLimit(MAX_TRANSCRIPTION_AUDIO_BYTES);
 
 /** Accepted audio types, with the file extension OpenAI detects the format by. */
 export const AUDIO_TYPES = {
@@ -207,10 +214,26 @@ export const AUDIO_TYPES = {
 } as const;
 export type AudioMimeType = keyof typeof AUDIO_TYPES;
 
+/** Other names clients give the same formats (recorders add codec parameters: `audio/webm;codecs=opus`). */
+const AUDIO_TYPE_ALIASES: Record<string, AudioMimeType> = {
+  'audio/x-wav': 'audio/wav',
+  'audio/wave': 'audio/wav',
+  'audio/vnd.wave': 'audio/wav',
+  'audio/mp3': 'audio/mpeg',
+  'audio/x-flac': 'audio/flac',
+};
+
 export const TranscriptionRequest = z.strictObject({
   model: ModelId.optional(),
   audio: Base64Text,
-  mime_type: z.enum(Object.keys(AUDIO_TYPES) as [AudioMimeType, ...AudioMimeType[]]).default('audio/wav'),
+  mime_type: z
+    .string()
+    .transform((value) => {
+      const essence = value.split(';')[0]!.trim().toLowerCase();
+      return AUDIO_TYPE_ALIASES[essence] ?? essence;
+    })
+    .pipe(z.enum(Object.keys(AUDIO_TYPES) as [AudioMimeType, ...AudioMimeType[]], { error: `must be one of ${Object.keys(AUDIO_TYPES).join(', ')} (codec parameters allowed)` }))
+    .default('audio/wav'),
   language: LanguageCode.optional(),
 });
 export type TranscriptionRequest = z.infer<typeof TranscriptionRequest>;
@@ -323,7 +346,7 @@ export const speechCharacters = (input: string): number => [...input].length;
 // ---------------------------------------------------------------------------------------
 
 export const MAX_ALT_TEXT_IMAGE_BYTES = 20 * MiB;
-export const ALT_TEXT_BODY_LIMIT_BYTES = base64Length(MAX_ALT_TEXT_IMAGE_BYTES) + JSON_ENVELOPE_BYTES;
+export const ALT_TEXT_BODY_LIMIT_BYTES = base64BodyLimit(MAX_ALT_TEXT_IMAGE_BYTES);
 export const ALT_TEXT_DEFAULT_MAX_LENGTH = 125;
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 

@@ -8,7 +8,8 @@ export const PLATFORM_JSON_LIMIT_BYTES = 1024 * 1024;
 export const PLATFORM_UPLOAD_LIMIT_BYTES = 100 * 1024 * 1024;
 export const INSTALL_ENVIRONMENTS = ['production', 'staging', 'development'] as const;
 
-const uuid = z.uuid();
+// Postgres returns uuids lower-case; an upper-case one must compare equal to them.
+const uuid = z.uuid().transform((value) => value.toLowerCase());
 const nonNegativeInt = z.string().regex(/^\d{1,9}$/, 'must be a non-negative integer').transform(Number);
 
 export const SiteListQuerySchema = z.strictObject({

@@ -1,4 +1,4 @@
-import { createKey } from '../../support/factories';
+import { bearer, createKey } from '../../support/factories';
 import { wavFile } from '../../../src/providers/simulator/media-files';
 import { expectError, json, postJson, simRequestsTo, startGatewayEnv, usageRowFor, withEmptyBalance, type GatewayEnv } from './support';
 
@@ -106,6 +106,24 @@ describe('POST /v1/audio/transcriptions', () => {
     // gpt-4o-transcribe tokens: 20 audio tokens at 600,000, output tokens at 1,000,000 nano-credits.
     expect(row).toMatchObject({ operation: 'transcription', input_tokens: '20' });
     expect(Number(row.credits_nano)).toBe(20 * 600_000 + Number(row.output_tokens) * 1_000_000);
+  });
+
+  test.each([
+    ['audio/webm;codecs=opus', 'audio/webm'],
+    ['audio/x-wav', 'audio/wav'],
+    ['audio/mp3', 'audio/mpeg'],
+    ['Audio/FLAC', 'audio/flac'],
+  ])('%s is read as %s (codec parameters and common aliases)', async (sent, canonical) => {
+    const since = env.sim.requests.length;
+    const response = await post({ audio: Buffer.alloc(32_000, 7).toString('base64'), mime_type: sent, model: 'openai/gpt-4o-transcribe' });
+    expect(response.status).toBe(200);
+    expect(simRequestsTo(env, '/audio/transcriptions', since)[0]!.body).toMatchObject({ type: canonical });
+  });
+
+  test('25 MiB of audio written by a JSON encoder that escapes slashes (PHP) is accepted', async () => {
+    const escaped = JSON.stringify({ audio: wavOfBytes(25 * MiB).toString('base64') }).replaceAll('/', '\\/');
+    const response = await fetch(`${env.api.url}/v1/audio/transcriptions`, { method: 'POST', headers: bearer(env.tenant.key), body: escaped });
+    expect(response.status).toBe(200);
   });
 
   test('exactly 25 MiB of decoded audio is accepted; one byte more is 413; a body past the limit is 413', async () => {

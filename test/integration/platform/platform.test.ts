@@ -98,6 +98,10 @@ describe('GET /v1/sites', () => {
     const last = await json(await call('GET', `/v1/sites?limit=2&offset=4&account_id=${accountId}`));
     expect(last.next).toBeNull();
     expect(last.results).toHaveLength(1);
+    // A uuid is a uuid in either case.
+    const upper = await call('GET', `/v1/sites?limit=2&account_id=${accountId.toUpperCase()}`);
+    expect(upper.status).toBe(200);
+    expect((await json(upper)).count).toBe(5);
   });
 
   test('platform site fields, installs included', async () => {
