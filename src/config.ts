@@ -34,6 +34,12 @@ export const ConfigSchema = z.object({
   RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
   RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
   RATE_LIMIT_ENABLED: bool.default(true),
+  /**
+   * The platform API's bucket, per presented credential (or client address): every request
+   * with Basic credentials costs a scrypt check, so it is far below the gateway's.
+   */
+  PLATFORM_RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(10),
+  PLATFORM_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(30),
   /** Secret for signing browser session tokens and encrypting site secrets (hex or any string, >= 32 chars). */
   GATEWAY_SECRET: z.string().min(32).default('development-secret-change-me-development-secret'),
   /** OIDC issuer and JWKS URL for identity-provider tokens; the dev issuer is built in. */

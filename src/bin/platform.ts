@@ -11,7 +11,8 @@ runMain('platform', async () => {
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'platform' });
   const db = createPool(config.DATABASE_URL, Math.min(config.DATABASE_POOL_SIZE, 10));
   await migrate(db, (message) => logger.info(message));
-  const server = createServer(createPlatformApp({ db, logger }).callback());
+  const limits = config.RATE_LIMIT_ENABLED ? { perSecond: config.PLATFORM_RATE_LIMIT_PER_SECOND, burst: config.PLATFORM_RATE_LIMIT_BURST } : null;
+  const server = createServer(createPlatformApp({ db, logger }, limits).callback());
   await new Promise<void>((resolve) => server.listen(config.PLATFORM_PORT, config.HOST, resolve));
   logger.info({ url: `http://${config.HOST}:${config.PLATFORM_PORT}` }, 'platform api listening');
   shutdownOn(logger, async () => {

@@ -2,7 +2,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
 import { PlatformError } from './errors';
-import { basicAuth, platformBasics } from './middleware';
+import { basicAuth, platformBasics, platformRateLimit } from './middleware';
 import { PLATFORM_OPENAPI } from './openapi';
 import { platformAppsRouter } from './routes/apps';
 import { platformSitesRouter } from './routes/sites';
@@ -10,9 +10,12 @@ import type { PlatformContext, PlatformState } from './types';
 
 /**
  * The platform API: its own Koa app on PLATFORM_PORT. Order: request id + error envelope +
- * access log → public OpenAPI document → HTTP Basic → resource routers.
+ * access log → public OpenAPI document → rate limit → HTTP Basic → resource routers.
  */
-export function createPlatformApp(deps: Pick<Deps, 'db' | 'logger'>): Koa<PlatformState, PlatformContext> {
+export function createPlatformApp(
+  deps: Pick<Deps, 'db' | 'logger'>,
+  limits: { perSecond: number; burst: number } | null = null,
+): Koa<PlatformState, PlatformContext> {
   const app = new Koa<PlatformState, PlatformContext>();
   app.silent = true;
   app.use(platformBasics(deps.logger));
@@ -26,6 +29,8 @@ export function createPlatformApp(deps: Pick<Deps, 'db' | 'logger'>): Koa<Platfo
   });
   app.use(open.routes());
 
+  // Before HTTP Basic, so a flood of guesses is refused without a scrypt check each.
+  if (limits) app.use(platformRateLimit(limits.perSecond, limits.burst));
   app.use(basicAuth(deps.db));
   const routers = [platformSitesRouter(deps.db), platformAppsRouter(deps.db)];
   for (const router of routers) app.use(router.routes());

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { z } from 'zod';
 import type { Logger } from '../logger';
@@ -7,6 +7,7 @@ import { findPlatformUser, platformUserAccountIds } from '../store/platform';
 import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
 import type { PlatformContext, PlatformMiddleware } from './types';
 import { readBodyUpTo } from '../read-body';
+import { TokenBuckets } from '../api/middleware/rate-limit';
 
 /** Request id, one access-log line, and the platform error envelope for anything thrown. */
 export function platformBasics(logger: Logger): PlatformMiddleware {
@@ -43,6 +44,19 @@ function asPlatformError(thrown: unknown): PlatformError {
 
 const unauthorized = (message: string) =>
   new PlatformError(401, 'Authentication Error', [{ resource: 'authentication', type: 'access_error', message }], { 'WWW-Authenticate': 'Basic realm="platform", charset="UTF-8"' });
+
+/** Per presented credential (or client address) token bucket: 429 in the platform envelope. */
+export function platformRateLimit(perSecond: number, burst: number): PlatformMiddleware {
+  const buckets = new TokenBuckets(perSecond, burst);
+  return async (ctx, next) => {
+    const credential = ctx.get('authorization');
+    const wait = buckets.take(credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`);
+    if (wait > 0) {
+      throw new PlatformError(429, 'Too Many Requests', [{ resource: 'request', message: `too many requests; retry in ${wait} s` }], { 'Retry-After': String(wait) });
+    }
+    await next();
+  };
+}
 
 /** HTTP Basic against platform users (scrypt-hashed passwords). */
 export function basicAuth(db: Pool): PlatformMiddleware {

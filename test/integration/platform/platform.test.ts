@@ -255,3 +255,22 @@ describe('headless applications: an environment deleted while a request works on
     expect((await json(response)).errors[0]).toMatchObject({ resource: 'environment', type: 'value_unavailable' });
   });
 });
+
+test('a flood of requests is refused with 429 and Retry-After in the platform envelope, before any password check', async () => {
+  const limited = createServer(createPlatformApp({ db, logger: createLogger({ level: 'silent' }) }, { perSecond: 0.01, burst: 2 }).callback());
+  await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve));
+  try {
+    const base = `http://127.0.0.1:${(limited.address() as AddressInfo).port}`;
+    const guess = { authorization: `Basic ${Buffer.from(`${username}:wrong`).toString('base64')}` };
+    expect((await fetch(`${base}/v1/sites`, { headers: guess })).status).toBe(401);
+    expect((await fetch(`${base}/v1/sites`, { headers: guess })).status).toBe(401);
+    const refused = await fetch(`${base}/v1/sites`, { headers: guess });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await json(refused)).toMatchObject({ message: 'Too Many Requests', errors: [{ resource: 'request' }] });
+    // Another credential has its own bucket.
+    expect((await fetch(`${base}/v1/sites`, { headers: auth })).status).toBe(200);
+  } finally {
+    await new Promise<void>((resolve) => limited.close(() => resolve()));
+  }
+});
