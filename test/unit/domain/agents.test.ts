@@ -85,8 +85,9 @@ describe('temperature on PATCH', () => {
     expect(applyAgentPatch(stored, AgentPatchSchema.parse({ temperature: 0.5 }))).toMatchObject({ fields: { temperature: 0.5 } });
   });
 
-  test('a stored temperature the unchanged model does not accept (stored before the check) is cleared by any update', () => {
-    expect(applyAgentPatch(withTemperature('openai/gpt-5-mini', 0.7), AgentPatchSchema.parse({ name: 'x' }))).toMatchObject({ fields: { name: 'x', temperature: null } });
+  test('an update that does not touch the model rules leaves a stored temperature the model would now refuse as it is', () => {
+    expect(applyAgentPatch(withTemperature('openai/gpt-5-mini', 0.7), AgentPatchSchema.parse({ name: 'x' }))).toMatchObject({ fields: { name: 'x', temperature: 0.7 } });
+    expect(applyAgentPatch(withTemperature('openai/gpt-5-mini', 0.7), AgentPatchSchema.parse({ temperature: 0.5 }))).toMatchObject({ error: { param: 'temperature' } });
   });
 });
 
