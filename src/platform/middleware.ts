@@ -45,12 +45,17 @@ function asPlatformError(thrown: unknown): PlatformError {
 const unauthorized = (message: string) =>
   new PlatformError(401, 'Authentication Error', [{ resource: 'authentication', type: 'access_error', message }], { 'WWW-Authenticate': 'Basic realm="platform", charset="UTF-8"' });
 
-/** Per presented credential (or client address) token bucket: 429 in the platform envelope. */
+/**
+ * Token buckets per user name and per client address, both taken: 429 in the platform
+ * envelope. Keyed by the name, not the whole credential, so guessing passwords for one user
+ * (each guess a different header) drains one bucket.
+ */
 export function platformRateLimit(perSecond: number, burst: number): PlatformMiddleware {
   const buckets = new TokenBuckets(perSecond, burst);
   return async (ctx, next) => {
-    const credential = ctx.get('authorization');
-    const wait = buckets.take(credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`);
+    const user = basicUserName(ctx.get('authorization'));
+    const waits = [buckets.take(`ip:${ctx.ip}`), ...(user !== undefined ? [buckets.take(`user:${createHash('sha256').update(user).digest('base64')}`)] : [])];
+    const wait = Math.max(...waits);
     if (wait > 0) {
       throw new PlatformError(429, 'Too Many Requests', [{ resource: 'request', message: `too many requests; retry in ${wait} s` }], { 'Retry-After': String(wait) });
     }
@@ -58,12 +63,18 @@ export function platformRateLimit(perSecond: number, burst: number): PlatformMid
   };
 }
 
+/** `user:password` of an HTTP Basic header, or undefined. */
+function basicCredentials(header: string): string | undefined {
+  const encoded = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(header)?.[1];
+  return encoded ? Buffer.from(encoded, 'base64').toString('utf8') : undefined;
+}
+const basicUserName = (header: string): string | undefined => basicCredentials(header)?.split(':')[0];
+
 /** HTTP Basic against platform users (scrypt-hashed passwords). */
 export function basicAuth(db: Pool): PlatformMiddleware {
   return async (ctx, next) => {
-    const encoded = /^Basic[ ]+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('authorization'))?.[1];
-    if (!encoded) throw unauthorized('HTTP Basic credentials are required');
-    const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+    const decoded = basicCredentials(ctx.get('authorization'));
+    if (decoded === undefined) throw unauthorized('HTTP Basic credentials are required');
     const colon = decoded.indexOf(':');
     // No user name holds U+0000 (Postgres text cannot): refused here, not as a failed query.
     if (colon < 1 || decoded.slice(0, colon).includes('\0')) throw unauthorized('malformed Basic credentials');
