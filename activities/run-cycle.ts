@@ -99,11 +99,14 @@ export function createRunCycleActivities(deps: Deps) {
       else return { kind: 'none' };
     }
 
+    // An interrupt of the run being claimed is not consumed here: its run's close does that,
+    // so one whose signal was lost stays visible to the reconciler until the run ends.
     await client.query({
       name: 'claim_write',
       text: `WITH consumed AS (
          UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
-          WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3))
+          WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)
+            AND NOT (type = 'user.interrupt' AND run_id IS NOT DISTINCT FROM $2))
        UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`,
       values: [session.id, runId, RUN_STARTING_TYPES],
     });
@@ -207,6 +210,14 @@ export function createRunCycleActivities(deps: Deps) {
             input.errorCode ? 'error' : 'idle',
           ],
         );
+        if (input.stopReason === 'user_cancelled') {
+          // The interrupt that ended this run is consumed by it (the claim leaves a run's own interrupts).
+          await client.query(
+            `UPDATE session_events SET processed_at = clock_timestamp()
+              WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.interrupt' AND run_id = $2`,
+            [session.id, input.runId],
+          );
+        }
         if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
           await insertUsage(client, {
             projectId: session.project_id,

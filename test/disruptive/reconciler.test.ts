@@ -60,3 +60,22 @@ test('a message committed while Temporal is unreachable is picked up by the reco
   const runs = simulator.requests.filter((r) => JSON.stringify(r.body).includes('committed but never signalled'));
   expect(runs).toHaveLength(1);
 });
+
+test('an interrupt whose signal was lost still cancels its run: the run does not consume it, the reconciler resends it', async () => {
+  const { client, agentId, tenant, newSession } = await httpTenant(api);
+  const sessionId = await newSession();
+  await postMessage(client, sessionId, '[[delay:30000]] interrupted without a signal'); // claims run R; the signal fails
+  const interrupt = await client.post(`/v1/sessions/${sessionId}/events`, { events: [{ type: 'user.interrupt', content: [] }] });
+  expect(interrupt.status).toBe(200); // names run R; its signal fails too
+  worker ??= await spawnWorker(workerEnv(api.deps.config, { RECONCILE_INTERVAL_MS: '500' }));
+  // The message's signal gets through at once (as if only the interrupt's had been lost): the
+  // workflow starts R well before the reconciler looks at the interrupt (it waits 2 s).
+  const started = Date.now();
+  await signalSession({ ...api.deps, temporal }, { id: sessionId, project_id: tenant.projectId, agent_id: agentId });
+  const events = await waitForClosing(client, sessionId, 1, 60_000);
+  expect(events.at(-1)!.stop_reason).toBe('user_cancelled');
+  expect(Date.now() - started).toBeLessThan(25_000); // not the 30 s model call running to its end
+  // The run consumed the interrupt that ended it.
+  const row = await api.deps.db.query(`SELECT processed_at FROM session_events WHERE session_id = $1 AND type = 'user.interrupt'`, [sessionId]);
+  expect(row.rows[0].processed_at).not.toBeNull();
+});
