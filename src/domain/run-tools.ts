@@ -49,14 +49,18 @@ export function roleOf(tools: RunToolEntry[], name: string): ToolRole {
     if (kind === 'custom' && entry.name === name) return entry.defer_loading ? { kind: 'deferred', entry } : { kind: 'client', entry };
     if (kind === 'echo' && entry.name === name) return { kind: 'echo' };
     if (kind === 'random_number' && entry.name === name) return { kind: 'random_number' };
-    if (kind === 'knowledge_base') {
-      // Conversations from before the tools were named from the collection id called them by
-      // the entry's name; a run that replays such a conversation still answers those calls.
-      if (name === kbToolName(entry, 'search') || name === `${entry.name}_search`) return { kind: 'kb_search', entry };
-      if (name === kbToolName(entry, 'fetch') || name === `${entry.name}_fetch`) return { kind: 'kb_fetch', entry };
-    }
+    if (kind === 'knowledge_base' && name === kbToolName(entry, 'search')) return { kind: 'kb_search', entry };
+    if (kind === 'knowledge_base' && name === kbToolName(entry, 'fetch')) return { kind: 'kb_fetch', entry };
   }
   if (name === SEARCH_TOOLS_NAME && tools.some((entry) => entry.defer_loading)) return { kind: 'search_tools' };
+  // Conversations from before the tools were named from the collection id called them by the
+  // entry's name; a run that replays such a conversation still answers those calls, unless
+  // another tool of the agent has that exact name (checked above, so it wins).
+  for (const entry of tools) {
+    if (kindOf(entry) !== 'knowledge_base') continue;
+    if (name === `${entry.name}_search`) return { kind: 'kb_search', entry };
+    if (name === `${entry.name}_fetch`) return { kind: 'kb_fetch', entry };
+  }
   return { kind: 'unknown' };
 }
 

@@ -20,6 +20,8 @@ test('roles of called names', () => {
   expect(roleOf(tools, 'col_1_fetch').kind).toBe('kb_fetch');
   expect(roleOf(tools, 'col_1_search').kind).toBe('kb_search');
   expect(roleOf(tools, 'docs_search').kind).toBe('kb_search'); // the name conversations used before
+  // ... unless a tool of the agent has that exact name.
+  expect(roleOf([...tools, { name: 'docs_search', input_schema: { type: 'object' } }], 'docs_search').kind).toBe('client');
   expect(roleOf(tools, 'search_tools').kind).toBe('search_tools');
   expect(roleOf(tools, 'nope').kind).toBe('unknown');
 });
