@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto';
-import { SignJWT, jwtVerify, createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { SignJWT, jwtVerify, createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, type JWTVerifyGetKey } from 'jose';
 import type { Config } from '../config';
 
 /**
@@ -86,22 +86,31 @@ export async function signDevIdpToken(config: Config, claims: IdpClaims, ttlSeco
 
 const remoteKeySets = new Map<string, JWTVerifyGetKey>();
 
+/**
+ * The provider's key set, fetched (and cached) by jose. A failure to fetch it is not the
+ * token's fault: it becomes IdentityProviderUnavailable (retryable), while a token naming a
+ * key the set does not have stays an invalid token.
+ */
+function remoteKeySet(url: string): JWTVerifyGetKey {
+  let keySet = remoteKeySets.get(url);
+  if (!keySet) {
+    const fetched = createRemoteJWKSet(new URL(url));
+    keySet = async (header, token) => {
+      try {
+        return await fetched(header, token);
+      } catch (error) {
+        if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys) throw error;
+        throw new IdentityProviderUnavailable();
+      }
+    };
+    remoteKeySets.set(url, keySet);
+  }
+  return keySet;
+}
+
 export async function verifyIdpToken(config: Config, token: string): Promise<IdpClaims> {
-  let key: JWTVerifyGetKey | KeyObject;
-  if (config.OIDC_JWKS_URL) {
-    key = remoteKeySets.get(config.OIDC_JWKS_URL) ?? createRemoteJWKSet(new URL(config.OIDC_JWKS_URL));
-    remoteKeySets.set(config.OIDC_JWKS_URL, key as JWTVerifyGetKey);
-  } else {
-    key = devIssuerKey(config).publicKey;
-  }
-  let payload: JWTPayload;
-  try {
-    ({ payload } = await jwtVerify(token, key as KeyObject, { issuer: config.OIDC_ISSUER, audience: config.OIDC_AUDIENCE }));
-  } catch (error) {
-    // The token was never judged when the provider's key set could not be fetched.
-    if (!(error instanceof joseErrors.JOSEError) || error instanceof joseErrors.JWKSTimeout) throw new IdentityProviderUnavailable();
-    throw error;
-  }
+  const key = config.OIDC_JWKS_URL ? remoteKeySet(config.OIDC_JWKS_URL) : devIssuerKey(config).publicKey;
+  const { payload } = await jwtVerify(token, key as KeyObject, { issuer: config.OIDC_ISSUER, audience: config.OIDC_AUDIENCE });
   const accountIds = Array.isArray(payload.account_ids) ? payload.account_ids.map(String) : [];
   if (!payload.sub) throw new joseErrors.JWTClaimValidationFailed('token has no subject', payload, 'sub', 'missing');
   return { subject: payload.sub, accountIds };

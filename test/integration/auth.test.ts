@@ -160,6 +160,12 @@ describe('other credentials', () => {
     const refused = await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(noAccount) });
     expect(refused.status).toBe(403);
     expect((await json(refused)).error.type).toBe('permission_error');
+    // A forged token is a bad credential (401), whatever algorithm it names.
+    const segment = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const alg of ['RS256', 'ES256', 'PS256', 'HS512']) {
+      const forged = `${segment({ alg, typ: 'JWT' })}.${segment({ sub: 'x', account_ids: [tenant.accountId] })}.${Buffer.from('sig').toString('base64url')}`;
+      expect((await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(forged) })).status).toBe(401);
+    }
 
     // An identity provider whose key set is unreachable: the token was never judged.
     const unreachable = await startApi({ OIDC_JWKS_URL: 'http://127.0.0.1:1/.well-known/jwks.json' }, { extraRouters: [probeRouter(() => unreachable)] });
