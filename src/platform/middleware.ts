@@ -96,10 +96,11 @@ export function parsePlatform<S extends z.ZodType>(schema: S, input: unknown, re
   throw invalidValue(resource, field, issue.message);
 }
 
-/** 403 unless the account is one of the user's. Invalid UUIDs are 400. */
-export function requireAccount(ctx: PlatformContext, accountId: string, uuid: z.ZodType): void {
-  parsePlatform(uuid, accountId, 'account');
-  if (!ctx.state.user!.accountIds.includes(accountId)) throw platformForbidden('account', 'you are not authorized for this account');
+/** The account id, once it is known to be one of the user's (else 403). Invalid UUIDs are 400. */
+export function requireAccount(ctx: PlatformContext, accountId: string, uuid: z.ZodType<string>): string {
+  const id = parsePlatform(uuid, accountId, 'account'); // lower-cased, as the database returns ids
+  if (!ctx.state.user!.accountIds.includes(id)) throw platformForbidden('account', 'you are not authorized for this account');
+  return id;
 }
 
 /** Reads the body up to `limit` bytes, refusing larger ones with 413 before reading them. */

@@ -37,8 +37,8 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   const router = new Router<PlatformState, PlatformContext>();
 
   async function app(ctx: PlatformContext) {
-    requireAccount(ctx, ctx.params.account!, UuidSchema);
-    const found = await store.findApp(db, ctx.params.account!, parsePlatform(UuidSchema, ctx.params.app, 'app'));
+    const account = requireAccount(ctx, ctx.params.account!, UuidSchema);
+    const found = await store.findApp(db, account, parsePlatform(UuidSchema, ctx.params.app, 'app'));
     if (!found) throw platformNotFound('app');
     return found;
   }
@@ -50,14 +50,14 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   }
 
   router.get(APPS, async (ctx) => {
-    requireAccount(ctx, ctx.params.account!, UuidSchema);
-    ctx.body = { results: await store.listApps(db, ctx.params.account!) };
+    const account = requireAccount(ctx, ctx.params.account!, UuidSchema);
+    ctx.body = { results: await store.listApps(db, account) };
   });
   router.post(APPS, async (ctx) => {
-    requireAccount(ctx, ctx.params.account!, UuidSchema);
+    const account = requireAccount(ctx, ctx.params.account!, UuidSchema);
     const input = parsePlatform(AppCreateSchema, await readJson(ctx, PLATFORM_JSON_LIMIT_BYTES), 'app');
     try {
-      ctx.body = await store.insertApp(db, ctx.params.account!, input.name, input.repository ?? null);
+      ctx.body = await store.insertApp(db, account, input.name, input.repository ?? null);
     } catch (error) {
       if ((error as { code?: string }).code === '23505') throw platformConflict('app', 'name', 'an app with this name exists in the account');
       throw error;
@@ -68,7 +68,8 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
     ctx.body = await app(ctx);
   });
   router.delete(`${APPS}/:app`, async (ctx) => {
-    await store.deleteApp(db, ctx.params.account!, (await app(ctx)).id);
+    const found = await app(ctx);
+    await store.deleteApp(db, found.account.id, found.id);
     ctx.status = 204;
   });
 

@@ -149,6 +149,10 @@ describe('headless applications', () => {
     expect((await call('POST', apps, { name: 'x', colour: 'red' })).status).toBe(400);
     expect((await json(await call('GET', apps))).results.map((a: { id: string }) => a.id)).toContain(app.id);
     expect((await call('GET', `/v1/accounts/${otherAccountId}/apps`)).status).toBe(403);
+    // The same account in upper case is the same account.
+    const upper = `/v1/accounts/${accountId.toUpperCase()}/apps`;
+    expect((await json(await call('GET', upper))).results.map((a: { id: string }) => a.id)).toContain(app.id);
+    expect((await call('GET', `${upper}/${app.id.toUpperCase()}`)).status).toBe(200);
 
     const envs = `${apps}/${app.id}/environments`;
     const env = await json(await call('POST', envs, { name: 'production', branch: 'main', variables: { API_URL: 'https://api' } }));
