@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { badRequest, notFound } from './errors';
+import type { Middleware } from './types';
 
 /**
  * Parses untrusted input with a zod schema. The first issue becomes a 400 that
@@ -20,12 +21,17 @@ export const ResourceIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
 export const ExternalIdSchema = z.string().min(1).max(512).regex(/^[^\p{Cc}]+$/u);
 
 /**
- * A router param middleware: the path segment is parsed by `schema`; one that cannot be
- * an id answers 404 exactly like an absent resource.
+ * Path ids, checked after the route's rate limit and authentication (a router.param check
+ * would run before them): a segment that cannot be an id answers 404 exactly like an absent
+ * resource. Params the matched route does not have are skipped.
  */
-export function idParam(schema: z.ZodType<string>, what: string) {
-  return (value: string, _ctx: unknown, next: () => Promise<unknown>) => {
-    if (!schema.safeParse(value).success) throw notFound(what);
+export function pathIds(ids: Record<string, { schema: z.ZodType<string>; what: string }>): Middleware {
+  return (ctx, next) => {
+    const params = (ctx as unknown as { params?: Record<string, string | undefined> }).params ?? {};
+    for (const [param, { schema, what }] of Object.entries(ids)) {
+      const value = params[param];
+      if (value !== undefined && !schema.safeParse(value).success) throw notFound(what);
+    }
     return next();
   };
 }

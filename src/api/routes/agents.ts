@@ -13,7 +13,7 @@ import { badRequest } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
-import { parseInput, idParam, ResourceIdSchema } from '../validate';
+import { parseInput, pathIds, ResourceIdSchema } from '../validate';
 import { checkIfMatch, etagOf } from './if-match';
 
 /**
@@ -38,8 +38,7 @@ async function requireCollections(db: Queryable, projectId: string, tools: reado
  */
 export function agentsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('agent_id', idParam(ResourceIdSchema, 'agent'));
-  const guard = [rateLimit(deps), authenticate(deps, { scope: 'agents' })];
+  const guard = [rateLimit(deps), authenticate(deps, { scope: 'agents' }), pathIds({ agent_id: { schema: ResourceIdSchema, what: 'agent' } })];
   const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
 
   router.post('/v1/agents', ...guard, body, async (ctx) => {

@@ -10,7 +10,7 @@ import { presentEvent } from '../../store/events';
 import { badRequest } from '../errors';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
-import { parseInput, idParam, ResourceIdSchema } from '../validate';
+import { parseInput, pathIds, ResourceIdSchema } from '../validate';
 import { EVENT_CREDENTIALS } from './events';
 import { loadAccessibleSession } from './session-access';
 
@@ -34,8 +34,7 @@ function hubFor(deps: Deps): SessionEventHub {
  */
 export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('session_id', idParam(ResourceIdSchema, 'session'));
-  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions', accept: EVENT_CREDENTIALS })];
+  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions', accept: EVENT_CREDENTIALS }), pathIds({ session_id: { schema: ResourceIdSchema, what: 'session' } })];
 
   router.get('/v1beta1/sessions/:session_id/events/stream', ...guard, async (ctx) => {
     const query = parseInput(StreamQuerySchema, ctx.query, 'query');

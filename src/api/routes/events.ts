@@ -14,7 +14,7 @@ import { ApiError, badRequest, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
-import { parseInput, idParam, ResourceIdSchema } from '../validate';
+import { parseInput, pathIds, ResourceIdSchema } from '../validate';
 import { loadAccessibleSession } from './session-access';
 
 /** Event routes also accept browser session tokens bound to the session's agent (and visitor). */
@@ -28,8 +28,7 @@ export const EVENT_CREDENTIALS: CredentialKind[] = ['api_key', 'service_token', 
  */
 export function eventsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('session_id', idParam(ResourceIdSchema, 'session'));
-  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions', accept: EVENT_CREDENTIALS })];
+  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions', accept: EVENT_CREDENTIALS }), pathIds({ session_id: { schema: ResourceIdSchema, what: 'session' } })];
 
   router.post('/v1/sessions/:session_id/events', ...guard, jsonBody(deps.config.BODY_LIMIT_BYTES), async (ctx) => {
     const input = parseInput(PostEventsSchema, ctx.request.body);

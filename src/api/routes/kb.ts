@@ -31,7 +31,7 @@ import { badRequest, conflict, notFound, serviceUnavailable } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
-import { parseInput, idParam, ExternalIdSchema, ResourceIdSchema } from '../validate';
+import { parseInput, pathIds, ExternalIdSchema, ResourceIdSchema } from '../validate';
 
 /** 100 documents of up to ~100 KB each. */
 export const BULK_BODY_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -105,10 +105,9 @@ async function noteSession(deps: Deps, ctx: AppContext, projectId: string, colle
  */
 export function kbRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>({ prefix: '/v1/kb/collections' });
-  router.param('collectionId', idParam(ResourceIdSchema, 'collection'));
-  router.param('documentId', idParam(ExternalIdSchema, 'document'));
-  const read = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'read' })];
-  const write = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'write' })];
+  const ids = pathIds({ collectionId: { schema: ResourceIdSchema, what: 'collection' }, documentId: { schema: ExternalIdSchema, what: 'document' } });
+  const read = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'read' }), ids];
+  const write = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'write' }), ids];
   const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
 
   // Elasticsearch or the embedder being down is a retryable 503, not a 500.

@@ -15,7 +15,7 @@ import { badRequest, conflict, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
-import { parseInput, idParam, ResourceIdSchema } from '../validate';
+import { parseInput, pathIds, ResourceIdSchema } from '../validate';
 import { loadAccessibleSession } from './session-access';
 
 /**
@@ -25,8 +25,7 @@ import { loadAccessibleSession } from './session-access';
  */
 export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
-  router.param('session_id', idParam(ResourceIdSchema, 'session'));
-  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions' })];
+  const guard = [rateLimit(deps), authenticate(deps, { scope: 'sessions' }), pathIds({ session_id: { schema: ResourceIdSchema, what: 'session' } })];
   const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
 
   const present = async (session: SessionRow) => {

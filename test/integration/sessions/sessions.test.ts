@@ -216,6 +216,10 @@ describe('GET /v1/sessions/{id}, archive, delete', () => {
       expect((await client.get(`/v1/agents/${id}`)).status).toBe(404);
     }
     expect((await client.get(`/v1/agents/${agent.id}`)).status).toBe(200);
+    // Authentication comes first: without a credential a malformed id is 401, like any other.
+    for (const route of ['/v1/sessions/%00sesn', '/v1/agents/%00agent', '/v1/sessions/%00sesn/events', '/v1/kb/collections/%00kbc']) {
+      expect((await fetch(`${api.url}${route}`)).status).toBe(401);
+    }
   });
 
   test('archive sets archived_at (idempotent); delete is soft and hides the session', async () => {
