@@ -7,7 +7,7 @@ import { appendEvents, lockSession } from '../src/store/events';
 import { buildConversation, loadRunContext } from './run-context';
 import { heartbeating } from './heartbeat';
 
-// node's randomInt draws from ranges narrower than 2^48.
+// node's randomInt(min, max + 1) draws from spans below 2^48, with a safe-integer bound.
 const RANDOM_SPAN_LIMIT = 2 ** 48;
 
 export interface ToolAnswer {
@@ -39,8 +39,8 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
           const min = Number(args.min), max = Number(args.max);
           if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min > max) {
             answer = failure('invalid_input', 'min and max must be integers with min <= max', Number.isSafeInteger(min) ? 'max' : 'min', true);
-          } else if (max - min >= RANDOM_SPAN_LIMIT) {
-            answer = failure('invalid_input', 'max - min must be below 2^48', 'max', true);
+          } else if (max - min >= RANDOM_SPAN_LIMIT - 1 || max >= Number.MAX_SAFE_INTEGER) {
+            answer = failure('invalid_input', 'max - min must be below 2^48 - 1, and max below 2^53 - 1', 'max', true);
           } else answer = isDevelopment(deps.config) ? { content: String(randomInt(min, max + 1)) } : unavailable(input.call.name);
           break;
         }

@@ -7,10 +7,14 @@ import { appendEvents, lockSession } from '../../../src/store/events';
 
 /** Which unprocessed events make the reconciler re-signal a session (the crash recovery itself: test/disruptive). */
 let api: TestApi;
+const created: string[] = [];
 beforeAll(async () => {
   api = await startApi();
 });
 afterAll(async () => {
+  // The test database outlives the run: leave nothing that later reconciler passes (or later
+  // runs of this test, all dated the same) would keep finding.
+  await api?.deps.db.query('UPDATE session_events SET processed_at = now() WHERE session_id = ANY($1) AND processed_at IS NULL', [created]);
   await api?.close();
 });
 
@@ -26,6 +30,7 @@ async function sessionWaiting(type: 'user.message' | 'user.tool_result' | 'user.
   });
   await api.deps.db.query(`UPDATE session_events SET created_at = '2001-01-01' WHERE session_id = $1`, [sessionId]);
   await api.deps.db.query('UPDATE sessions SET active_run_id = $2 WHERE id = $1', [sessionId, activeRunId]);
+  created.push(sessionId);
   return sessionId;
 }
 

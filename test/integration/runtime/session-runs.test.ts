@@ -183,7 +183,8 @@ test('a deferred tool named twice in one turn is loaded once and both calls are 
 
 test('random_number answers a range it cannot draw from with a model-readable invalid_input', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'random_number', name: 'dice' }] });
-  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:dice {"min":0,"max":1000000000000000}]]') }]);
+  // 2^48 - 1: the exclusive bound randomInt would need is one past its limit.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:dice {"min":0,"max":281474976710655}]]') }]);
   const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
   expect(event.stop_reason).toBe('end_turn');
   const result = events.find((e) => e.type === 'user.tool_result')!;
