@@ -141,6 +141,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
 
     // The spec: after a compacting cycle, context_tokens is the post-compaction estimate.
     let compactionEstimate: number | undefined;
+    const reportedTokens = () => compactionEstimate ?? contextTokens;
     try {
       const end = await scope.run(async (): Promise<CycleEnd> => {
         let compactedThisTurn = false;
@@ -170,7 +171,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           if (outcome.clientToolCalls.length > 0) return { kind: 'pause', toolCalls: outcome.clientToolCalls };
         }
       });
-      return { end, usage, contextTokens: compactionEstimate ?? contextTokens, turns };
+      return { end, usage, contextTokens: reportedTokens(), turns };
     } catch (error) {
       if (isCancellation(error)) {
         const code: CycleEnd = timedOut
@@ -178,9 +179,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           : interruptRequested
             ? { kind: 'stop', stopReason: 'user_cancelled' }
             : { kind: 'error', code: 'run_interrupted' };
-        return { end: code, usage, contextTokens: compactionEstimate ?? contextTokens, turns };
+        return { end: code, usage, contextTokens: reportedTokens(), turns };
       }
-      return { end: { kind: 'error', code: errorCodeOf(error) }, usage, contextTokens: compactionEstimate ?? contextTokens, turns };
+      return { end: { kind: 'error', code: errorCodeOf(error) }, usage, contextTokens: reportedTokens(), turns };
     } finally {
       timerScope.cancel();
       currentScope = undefined;
