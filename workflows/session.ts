@@ -121,7 +121,12 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   const setStatus = (status: string) => upsertSearchAttributes({ SessionStatus: [status] });
 
   /** Runs turns until the run stops, fails or pauses for client tools. */
-  async function runCycle(cycle: ActiveCycle, turnsSoFar: number, contextTokensSoFar: number): Promise<{ end: CycleEnd; usage: RunUsage; contextTokens: number; turns: number }> {
+  async function runCycle(
+    cycle: ActiveCycle,
+    turnsSoFar: number,
+    contextTokensSoFar: number,
+    activeMsSoFar: number,
+  ): Promise<{ end: CycleEnd; usage: RunUsage; contextTokens: number; turns: number }> {
     let usage = zeroUsage();
     // The run's latest turn so far: a resumed cycle that ends before its first turn reports it.
     let contextTokens = contextTokensSoFar;
@@ -134,7 +139,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     // resume's claim) cancels the cycle before its first turn.
     if (interruptRequested && patched(EARLY_INTERRUPT_PATCH)) scope.cancel();
     let timedOut = false;
-    const timerScope = startTimer(cycle.limits.runTimeoutMs, () => {
+    // The run's timer counts active execution across its cycles (a pause for client tools
+    // does not count: run_abandoned covers that); workflow time is deterministic.
+    const timerScope = startTimer(Math.max(1, cycle.limits.runTimeoutMs - activeMsSoFar), () => {
       timedOut = true;
       scope.cancel();
     });
@@ -196,12 +203,15 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     let cycle = first;
     let turns = 0;
     let contextTokens = 0;
+    let activeMs = 0;
     let next: RunCycle | undefined;
     currentRunId = cycle.runId;
     interruptRequested = interruptedRunId === cycle.runId && patched(EARLY_INTERRUPT_PATCH);
     setStatus('running');
     for (;;) {
-      const result = await runCycle(cycle, turns, contextTokens);
+      const cycleStarted = Date.now();
+      const result = await runCycle(cycle, turns, contextTokens, activeMs);
+      activeMs += Date.now() - cycleStarted;
       turns = result.turns;
       contextTokens = result.contextTokens;
       const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) => {

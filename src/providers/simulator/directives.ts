@@ -15,6 +15,8 @@ export interface Directives {
   repeat?: number;
   /** `[[then-error:STATUS]]`: answer the request that brings the tool results with this error. */
   thenError?: number;
+  /** `[[then-delay:MS]]`: wait this long before answering a request that brings tool results. */
+  thenDelayMs?: number;
   cacheRead?: number;
   cacheWrite?: number;
   stopSequence?: string;
@@ -80,6 +82,9 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'then-error':
           directives.thenError = int(name, value);
+          break;
+        case 'then-delay':
+          directives.thenDelayMs = int(name, value);
           break;
         case 'cache-read':
           directives.cacheRead = int(name, value);

@@ -69,6 +69,7 @@ export function planResponse(input: SimInput): Plan {
       const prompt = parseDirectives(input.promptText);
       if (prompt.repeat !== undefined && (input.toolRounds ?? 0) < prompt.repeat) directives = { ...directives, tools: prompt.tools };
       else if (prompt.thenError !== undefined) directives = { ...directives, errorStatus: prompt.thenError };
+      if (prompt.thenDelayMs !== undefined) directives = { ...directives, delayMs: prompt.thenDelayMs };
     }
   } catch (error) {
     if (error instanceof DirectiveError) throw new SimError(400, error.message);

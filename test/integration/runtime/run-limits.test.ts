@@ -10,6 +10,7 @@ import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent,
 let simulator: Simulator;
 let api: TestApi;
 let production: TestApi;
+let timed: TestApi;
 let workers: Array<Awaited<ReturnType<typeof startTestWorker>>> = [];
 let tenant: Tenant;
 
@@ -17,13 +18,15 @@ beforeAll(async () => {
   simulator = await startTestSimulator();
   api = await startApi({ SIMULATOR_URL: simulator.url, RUN_MAX_ITERATIONS: '1', RUN_TIMEOUT_MS: '6000', UPSTREAM_TIMEOUT_MS: '30000' });
   production = await startApi({ ENVIRONMENT: 'staging', OPENAI_BASE_URL: `${simulator.url}/v1`, UPSTREAM_TIMEOUT_MS: '700' });
-  workers = [await startTestWorker(api.deps), await startTestWorker(production.deps)];
+  timed = await startApi({ SIMULATOR_URL: simulator.url, RUN_TIMEOUT_MS: '5000' });
+  workers = [await startTestWorker(api.deps), await startTestWorker(production.deps), await startTestWorker(timed.deps)];
   tenant = await createTenant(api.deps.db, { credits: 100n });
 });
 afterAll(async () => {
   for (const worker of workers) await worker.stop();
   await api?.close();
   await production?.close();
+  await timed?.close();
   await simulator?.close();
 });
 
@@ -71,6 +74,32 @@ test('run_timeout: the per-run timer ends a run whose model call never returns',
   expect(event.type).toBe('session.error');
   expect(event.error_code).toBe('run_timeout');
   expect(Date.now() - started).toBeLessThan(20_000); // the 6 s run timer, not the 30 s upstream timeout, ended it
+});
+
+describe('the run timer counts active time across a run\'s cycles (5 s here), never the pause between them', () => {
+  async function pausedRun(message: string) {
+    const session = await createAgentAndSession(timed.deps, tenant.projectId, { tools: [{ name: 'lookup', input_schema: { type: 'object' } }] });
+    await sendEvents(timed.deps, session, [{ type: 'user.message', content: text(message) }]);
+    const { event: paused } = await waitForEvent(timed.deps, session.sessionId, 'closing');
+    expect(paused.stop_reason).toBe('client_tool_use');
+    const resume = () => sendEvents(timed.deps, session, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: paused.tool_use_ids[0], content: 'found' }] }]);
+    return { session, resume };
+  }
+
+  test('3 s before the pause and 4 s after it: run_timeout, although each cycle alone is under 5 s', async () => {
+    const { session, resume } = await pausedRun('[[tool:lookup {}]] [[delay:3000]] [[then-delay:4000]]');
+    await resume();
+    const { event } = await waitForEvent(timed.deps, session.sessionId, 'closing', 2);
+    expect(event.error_code).toBe('run_timeout');
+  });
+
+  test('2 s, a 4 s pause, then 1 s: the run ends normally', async () => {
+    const { session, resume } = await pausedRun('[[tool:lookup {}]] [[delay:2000]] [[then-delay:1000]]');
+    await new Promise((r) => setTimeout(r, 4000));
+    await resume();
+    const { event } = await waitForEvent(timed.deps, session.sessionId, 'closing', 2);
+    expect(event.stop_reason).toBe('end_turn');
+  });
 });
 
 test('rate_limit_error: a 429 is retried with back-off, then reported', async () => {
