@@ -113,6 +113,26 @@ describe('HTTP basics', () => {
     }
   });
 
+  test('Postgres unreachable: 503 with Retry-After (overloaded_error on /v1/messages), not a 500', async () => {
+    const cut = await startApi({ DATABASE_URL: 'postgres://gateway:gateway@127.0.0.1:1/gateway' });
+    try {
+      const key = { authorization: `Bearer svc_${'a'.repeat(43)}` };
+      const agents = await fetch(`${cut.url}/v1/agents`, { headers: key });
+      expect(agents.status).toBe(503);
+      expect(agents.headers.get('retry-after')).toBe('1');
+      expect(((await agents.json()) as { error: { type: string } }).error.type).toBe('service_unavailable');
+      const messages = await fetch(`${cut.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'x-api-key': `svc_${'a'.repeat(43)}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(messages.status).toBe(503);
+      expect(((await messages.json()) as { error: { type: string } }).error.type).toBe('overloaded_error');
+    } finally {
+      await cut.close();
+    }
+  });
+
   test('access log lines carry method, path, status, duration and the request id', async () => {
     const response = await fetch(`${api.url}/healthz?token=should-not-appear`);
     const id = response.headers.get('x-request-id');

@@ -1,4 +1,4 @@
-import { ApiError, badRequest } from '../errors';
+import { ApiError, badRequest, serviceUnavailable } from '../errors';
 import type { AppContext, Middleware } from '../types';
 
 // Provider-native (Anthropic) error types by status, for POST /v1/messages.
@@ -36,8 +36,20 @@ export function loggableError(error: unknown): { type: string; message: string; 
   return { type: error.name, message: error.message, stack: error.stack, ...(typeof code === 'string' ? { code } : {}) };
 }
 
+/**
+ * Postgres could not be reached, or dropped the connection (refused, shutting down, pool
+ * connect timeout): a dependency outage the caller should retry with back-off, not a 500.
+ */
+const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated unexpectedly|Connection terminated due to connection timeout)/;
+function databaseUnavailable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (typeof code === 'string' && DATABASE_UNAVAILABLE_CODES.has(code)) || (typeof message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(message));
+}
+
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  if (databaseUnavailable(error)) return serviceUnavailable('a required dependency is unavailable; retry after a short delay', 1);
   if (NUL_IN_TEXT_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) {
     return badRequest('text values must not contain the NUL character (U+0000)');
   }
@@ -53,7 +65,8 @@ export function renderError(ctx: AppContext, error: ApiError): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
   const request_id = ctx.state.requestId;
-  if (ctx.state.errorFormat === 'anthropic') {
+  // The route sets the native format; errors before it (a wrong method) go by the path.
+  if (ctx.state.errorFormat === 'anthropic' || ctx.path === '/v1/messages') {
     const type = error.type === 'content_policy_violation' ? error.type : (NATIVE_TYPES[error.status] ?? 'api_error');
     ctx.body = { type: 'error', error: { type, message: error.message, request_id } };
   } else {

@@ -151,3 +151,9 @@ describe('moderation', () => {
     expect(allowed.status).toBe(200);
   });
 });
+
+test('errors on /v1/messages outside the route chain (a wrong method) use the native envelope too', async () => {
+  const response = await fetch(`${env.api.url}/v1/messages`, { headers: { 'x-api-key': env.tenant.key } });
+  expect(response.status).toBe(405);
+  expect(await json(response)).toMatchObject({ type: 'error', error: { type: expect.any(String), message: expect.any(String) } });
+});
