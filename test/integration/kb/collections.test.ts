@@ -176,3 +176,18 @@ describe('list, get, update, delete', () => {
     expect(left.count).toBe(0);
   });
 });
+
+test('Elasticsearch unreachable: search and bulk answer 503 with Retry-After; collections (Postgres) still work', async () => {
+  const cut = await startApi({ ELASTICSEARCH_URL: 'http://127.0.0.1:1' });
+  try {
+    const client = kbClient(cut, tenant.key);
+    const collection = await client.newCollection(unique('offline'));
+    for (const response of [await client.search(collection, { query: 'anything' }), await client.bulk(collection, [{ content: 'x' }])]) {
+      expect(response.status).toBe(503);
+      expect(response.body.error.type).toBe('service_unavailable');
+      expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+  } finally {
+    await cut.close();
+  }
+}, 60_000);
