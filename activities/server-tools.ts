@@ -8,7 +8,7 @@ import { buildConversation, loadRunContext } from './run-context';
 import { heartbeating } from './heartbeat';
 
 // node's randomInt(min, max + 1) draws from spans below 2^48, with a safe-integer bound.
-const RANDOM_SPAN_LIMIT = 2 ** 48;
+const RANDOM_SPAN_MAX = 2 ** 48 - 2; // the largest max - min randomInt(min, max + 1) accepts
 
 export interface ToolAnswer {
   content: string;
@@ -39,7 +39,7 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
           const min = Number(args.min), max = Number(args.max);
           if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min > max) {
             answer = failure('invalid_input', 'min and max must be integers with min <= max', Number.isSafeInteger(min) ? 'max' : 'min', true);
-          } else if (max - min >= RANDOM_SPAN_LIMIT - 1 || max >= Number.MAX_SAFE_INTEGER) {
+          } else if (max - min > RANDOM_SPAN_MAX || max >= Number.MAX_SAFE_INTEGER) {
             answer = failure('invalid_input', 'max - min must be below 2^48 - 1, and max below 2^53 - 1', 'max', true);
           } else answer = isDevelopment(deps.config) ? { content: String(randomInt(min, max + 1)) } : unavailable(input.call.name);
           break;

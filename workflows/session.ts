@@ -209,9 +209,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     interruptRequested = interruptedRunId === cycle.runId && patched(EARLY_INTERRUPT_PATCH);
     setStatus('running');
     for (;;) {
-      const cycleStarted = Date.now();
+      const cycleStarted = workflowClockMs();
       const result = await runCycle(cycle, turns, contextTokens, activeMs);
-      activeMs += Date.now() - cycleStarted;
+      activeMs += workflowClockMs() - cycleStarted;
       turns = result.turns;
       contextTokens = result.contextTokens;
       const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) => {
@@ -304,6 +304,15 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     if (isCancellation(error) && signalled) await continueAsNew<typeof sessionWorkflow>(input);
     throw error;
   }
+}
+
+/**
+ * Workflow time in ms: the start time of the current workflow task, recorded in the history,
+ * so replay reads the same values. The TypeScript SDK exposes it only through the sandbox's
+ * deterministic `Date`; this name says which clock is meant (never the machine's).
+ */
+function workflowClockMs(): number {
+  return Date.now();
 }
 
 /** A durable timer in its own scope: `onFire` runs when it fires; cancel the scope to drop it. */
