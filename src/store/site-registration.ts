@@ -4,7 +4,7 @@ import { compactSiteInfo, displayNameFor, siteUrlKey, type RegisteredSite, type 
 import { decryptSiteSecret, encryptSiteSecret, generateSiteHmacSecret } from '../domain/site-secret';
 import { withTransaction } from './db';
 import { randomBase62 } from './ids';
-import { findSiteByClientId, findSiteByUrlKey, insertSite, lockAccountRegistrations, updateSite, type SiteRow, type SiteWrite } from './sites';
+import { bindSiteClient, findSiteByClientId, findSiteByUrlKey, insertSite, lockAccountRegistrations, updateSite, type SiteRow, type SiteWrite } from './sites';
 
 export interface RegistrationResult {
   site: RegisteredSite;
@@ -33,10 +33,11 @@ export async function registerSite(
   try {
     return await withTransaction(pool, async (client) => {
       await lockAccountRegistrations(client, caller.accountId);
-      const existing = await findSiteByClientId(client, caller.clientId);
-      if (existing && existing.account_id !== caller.accountId) {
+      // The client's first account owns it for good, even after its site moved to a new client.
+      if ((await bindSiteClient(client, caller.clientId, caller.accountId)) !== caller.accountId) {
         throw conflict('this client was registered by another account');
       }
+      const existing = await findSiteByClientId(client, caller.clientId);
       const urlOwner = await findSiteByUrlKey(client, caller.accountId, urlKey);
       if (existing && urlOwner && urlOwner.site_id !== existing.site_id) {
         throw conflict('site_url is already registered by another site of this account');

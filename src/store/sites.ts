@@ -30,6 +30,20 @@ export async function lockAccountRegistrations(client: Queryable, accountId: str
   await client.query(`SELECT pg_advisory_xact_lock(hashtext('sites:' || $1))`, [accountId]);
 }
 
+/**
+ * Binds a site client to the account that first registered it and returns that account.
+ * A concurrent first registration by another account waits on the row and then sees it.
+ */
+export async function bindSiteClient(db: Queryable, clientId: string, accountId: string): Promise<string> {
+  const { rows } = await db.query<{ account_id: string }>(
+    `INSERT INTO site_clients (client_id, account_id) VALUES ($1, $2)
+     ON CONFLICT (client_id) DO UPDATE SET client_id = EXCLUDED.client_id
+     RETURNING account_id`,
+    [clientId, accountId],
+  );
+  return rows[0]!.account_id;
+}
+
 export async function findSiteByClientId(db: Queryable, clientId: string): Promise<SiteRow | undefined> {
   const { rows } = await db.query<SiteRow>(`SELECT ${COLUMNS} FROM sites WHERE client_id = $1`, [clientId]);
   return rows[0];

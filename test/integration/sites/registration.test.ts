@@ -98,6 +98,18 @@ describe('POST /v1/sites: conflicts', () => {
     expect((await json(response)).error.type).toBe('conflict_error');
   });
 
+  test('409 for another account presenting a client whose site has since moved to a new client', async () => {
+    const other = await createTenant(api.deps.db);
+    const url = siteUrl();
+    const first = uniqueId('first-client-');
+    expect((await register(await createServiceToken(api.deps.db, tenant.accountId, first), { site_url: url })).status).toBe(201);
+    // The site reconnects with a new client: the sites row now names that one.
+    expect((await register((await siteToken()).token, { site_url: url })).status).toBe(200);
+    const response = await register(await createServiceToken(api.deps.db, other.accountId, first), { site_url: siteUrl() });
+    expect(response.status).toBe(409);
+    expect((await json(response)).error.type).toBe('conflict_error');
+  });
+
   test('409 when a client moves to a site_url owned by another site of the account', async () => {
     const taken = siteUrl();
     await register((await siteToken()).token, { site_url: taken });
