@@ -1,4 +1,4 @@
-import { errors } from '@elastic/elasticsearch';
+import { errors, type estypes } from '@elastic/elasticsearch';
 
 /**
  * Elasticsearch (or the embedder) cannot serve the request right now. Callers map it to
@@ -26,4 +26,22 @@ export async function callSearch<T>(work: () => Promise<T>): Promise<T> {
     if (isTransientSearchError(error)) throw new SearchUnavailableError('the knowledge base is unavailable; retry after a short delay', { cause: error });
     throw error;
   }
+}
+
+/**
+ * One answer of an msearch: its hits, or its failure thrown the way a plain search call
+ * would throw it (a ResponseError carrying Elasticsearch's structured error body, transient
+ * ones as SearchUnavailableError), so every caller maps both paths alike.
+ */
+export function msearchResult<T>(item: estypes.MsearchResponseItem<T>): estypes.MsearchMultiSearchItem<T> {
+  if (!('error' in item)) return item;
+  const failure = new errors.ResponseError({
+    body: { error: item.error, status: item.status },
+    statusCode: item.status,
+    headers: {},
+    warnings: null,
+    meta: { context: null, name: 'msearch', request: { params: { method: 'POST', path: '/_msearch' }, options: {}, id: 0 }, connection: null, attempts: 0, aborted: false },
+  });
+  if (isTransientSearchError(failure)) throw new SearchUnavailableError('the knowledge base is unavailable; retry after a short delay', { cause: failure });
+  throw failure;
 }

@@ -4,7 +4,7 @@ import type { Logger } from '../logger';
 import { buildAggregations, presentAggregations } from './aggregations';
 import type { SearchClient } from './client';
 import type { StoredDocument } from './documents';
-import { callSearch } from './errors';
+import { callSearch, msearchResult } from './errors';
 import { filterClauses } from './filters';
 import { MAX_ANALYZED_OFFSET } from './index-setup';
 import type { KbContext } from './kb-context';
@@ -161,10 +161,7 @@ export async function searchDocuments(client: SearchClient, context: KbContext, 
       ],
     }),
   );
-  const [lexicalResult, semanticResult] = responses.map((r) => {
-    if ('error' in r) throw Object.assign(new Error(`search failed: ${r.error.type}: ${r.error.reason ?? ''}`), { statusCode: r.status });
-    return r;
-  });
+  const [lexicalResult, semanticResult] = responses.map(msearchResult);
   const lexicalHits = lexicalResult!.hits.hits as Hit[];
   const semanticHits = semanticResult!.hits.hits as Hit[];
   const byId = new Map<string, Hit>();

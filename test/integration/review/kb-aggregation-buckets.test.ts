@@ -30,6 +30,13 @@ test('an interval that would create too many buckets: 400', async () => {
   expect(response.body.error.message).not.toMatch(/65536|max_buckets|exception/);
 });
 
+test('the same with a query (hybrid search, one msearch): 400, not 500', async () => {
+  const response = await kb.search(collection, { query: 'post', aggregations: { per_ms: { type: 'date_histogram', field: 'created_at', interval: '1ms' } } });
+  expect(response.status).toBe(400);
+  expect(response.body.error).toMatchObject({ type: 'invalid_request_error', code: 400 });
+  expect(response.body.error.message).toMatch(/^aggregations/);
+});
+
 test('a reasonable interval still aggregates', async () => {
   const response = await kb.search(collection, { aggregations: { per_year: { type: 'date_histogram', field: 'created_at', interval: 'year' } } });
   expect(response.status).toBe(200);
