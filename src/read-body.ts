@@ -1,22 +1,74 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+interface Exchange {
+  req: IncomingMessage;
+  res: ServerResponse;
+}
 
 /**
- * Reads a whole request body of at most `limit` bytes. A declared Content-Length over the
- * limit is refused before reading; a body that grows past it is cut off (the socket is
- * destroyed) and refused. `tooLarge` builds the caller's own 413 error.
+ * Refuses a body over the limit from its declared Content-Length, before reading any of it.
+ * `tooLarge` builds the caller's own 413 error.
  */
-export async function readBodyUpTo(req: IncomingMessage, limit: number, tooLarge: () => Error): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      req.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLarge: () => Error): void {
+  const declared = exchange.req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) throw closingAfterResponse(exchange, tooLarge);
+}
+
+/**
+ * Reads a whole request body of at most `limit` bytes, refusing it from Content-Length or as
+ * soon as the stream passes the limit. Plain 'data'/'end' listeners rather than `for await`:
+ * the async iterator costs a promise and a wrapper per chunk on the hot path, and leaving it
+ * early destroys the socket.
+ */
+export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => Error): Promise<Buffer> {
+  refuseDeclaredOversize(exchange, limit, tooLarge);
+  const { req } = exchange;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        req.pause();
+        reject(closingAfterResponse(exchange, tooLarge));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    // A client that goes away mid-body: 'close' without 'end'.
+    const onClose = () => {
+      cleanup();
+      reject(Object.assign(new Error('request aborted'), { code: 'ECONNRESET' }));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+/**
+ * The rest of an oversize body is never read: the 413 goes out with `Connection: close`, so
+ * Node closes the connection once it is sent. (Destroying the socket instead would reset the
+ * connection and the client would never see the 413; keeping it alive would make Node read
+ * and discard the whole remainder.)
+ */
+function closingAfterResponse(exchange: Exchange, tooLarge: () => Error): Error {
+  exchange.res.setHeader('Connection', 'close');
+  return tooLarge();
 }

@@ -105,7 +105,7 @@ export function requireAccount(ctx: PlatformContext, accountId: string, uuid: z.
 
 /** Reads the body up to `limit` bytes, refusing larger ones with 413 before reading them. */
 export async function readRaw(ctx: PlatformContext, limit: number): Promise<Buffer> {
-  return readBodyUpTo(ctx.req, limit, () => new PlatformError(413, 'Payload Too Large', [{ resource: 'request', type: 'invalid_value', message: `the body exceeds ${limit} bytes` }]));
+  return readBodyUpTo(ctx, limit, () => new PlatformError(413, 'Payload Too Large', [{ resource: 'request', type: 'invalid_value', message: `the body exceeds ${limit} bytes` }]));
 }
 
 export async function readJson(ctx: PlatformContext, limit: number): Promise<unknown> {

@@ -61,3 +61,21 @@ export function usageRow(projectId: string, overrides: Partial<UsageRow> = {}): 
     ...overrides,
   };
 }
+
+/**
+ * A POST whose body of `bytes` bytes is streamed in 16 KiB chunks with no Content-Length
+ * (chunked transfer encoding), so only the server's running count can refuse it.
+ */
+export function postStreamed(url: string, headers: Record<string, string>, bytes: number): Promise<Response> {
+  const chunk = new Uint8Array(16 * 1024).fill(0x20);
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= bytes) return controller.close();
+      const next = chunk.subarray(0, Math.min(chunk.length, bytes - sent));
+      sent += next.length;
+      controller.enqueue(next);
+    },
+  });
+  return fetch(url, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
+}

@@ -147,7 +147,7 @@ async function initialAccessToken(deps: Deps, header: string) {
 
 async function readBody(ctx: AppContext): Promise<string> {
   const tooLarge = () => new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
-  return (await readBodyUpTo(ctx.req, OAUTH_BODY_LIMIT_BYTES, tooLarge)).toString('utf8');
+  return (await readBodyUpTo(ctx, OAUTH_BODY_LIMIT_BYTES, tooLarge)).toString('utf8');
 }
 
 function parseJsonObject(text: string): Record<string, unknown> {

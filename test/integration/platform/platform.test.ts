@@ -10,7 +10,7 @@ import { PLATFORM_OPENAPI } from '../../../src/platform/openapi';
 import { hashPassword } from '../../../src/domain/platform';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../../../src/store/platform';
 import { testConfig, uniqueId } from '../../support/config';
-import { json } from '../../support/factories';
+import { json, postStreamed } from '../../support/factories';
 
 let db: Pool;
 let server: Server;
@@ -147,6 +147,9 @@ describe('headless applications', () => {
     expect(app).toMatchObject({ name: 'storefront', account: { id: accountId } });
     expect((await call('POST', apps, { name: 'storefront' })).status).toBe(409);
     expect((await call('POST', apps, { name: 'x', colour: 'red' })).status).toBe(400);
+    // A body streamed without Content-Length past the 1 MiB limit: the client reads the 413.
+    const streamed = await postStreamed(`${url}${apps}`, { ...auth, 'content-type': 'application/json' }, 2 * 1024 * 1024);
+    expect(streamed.status).toBe(413);
     expect((await json(await call('GET', apps))).results.map((a: { id: string }) => a.id)).toContain(app.id);
     expect((await call('GET', `/v1/accounts/${otherAccountId}/apps`)).status).toBe(403);
     // The same account in upper case is the same account.

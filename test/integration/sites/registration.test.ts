@@ -1,6 +1,6 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
-import { bearer, createServiceToken, createSiblingProject, createTenant, json, type Tenant } from '../../support/factories';
+import { bearer, createServiceToken, postStreamed, createSiblingProject, createTenant, json, type Tenant } from '../../support/factories';
 import { decryptSiteSecret } from '../../../src/domain/site-secret';
 
 let api: TestApi;
@@ -180,6 +180,13 @@ describe('POST /v1/sites: validation', () => {
     const exactly = head + ' '.repeat(64 * 1024 - head.length - 1) + '}';
     expect(Buffer.byteLength(exactly)).toBe(64 * 1024);
     expect((await register(token, exactly)).status).toBeLessThan(300);
+  });
+
+  test('a body streamed without Content-Length is refused with 413 once it passes 64 KiB, and the client reads it', async () => {
+    const response = await postStreamed(`${api.url}/v1/sites`, bearer(token), 256 * 1024);
+    expect(response.status).toBe(413);
+    expect(response.headers.get('connection')).toBe('close');
+    expect((await json(response)).error.type).toBe('request_too_large');
   });
 
   test('a project of another account is refused with 403; a sibling project of the account is accepted', async () => {
