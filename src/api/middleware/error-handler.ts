@@ -1,21 +1,20 @@
 import { ApiError, badRequest, serviceUnavailable } from '../errors';
 import type { AppContext, Middleware } from '../types';
+import { ANTHROPIC_ERROR_TYPES } from '../../providers/anthropic/error-types';
 
-// Provider-native (Anthropic) error types by status, for POST /v1/messages.
+// Provider-native (Anthropic) error types by status, for POST /v1/messages: the provider's
+// own table, plus the statuses only the gateway answers with.
 const NATIVE_TYPES: Record<number, string> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
+  ...ANTHROPIC_ERROR_TYPES,
   402: 'invalid_request_error',
-  403: 'permission_error',
-  404: 'not_found_error',
   405: 'invalid_request_error',
   409: 'invalid_request_error',
-  413: 'request_too_large',
   415: 'invalid_request_error',
-  429: 'rate_limit_error',
   503: 'overloaded_error',
-  529: 'overloaded_error',
 };
+
+/** The native error type for a status (POST /v1/messages, its error events included). */
+export const nativeErrorType = (status: number): string => NATIVE_TYPES[status] ?? (status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error');
 
 /**
  * SQLSTATEs that only a caller's text can cause: Postgres text and jsonb cannot hold U+0000
@@ -67,7 +66,7 @@ export function renderError(ctx: AppContext, error: ApiError): void {
   const request_id = ctx.state.requestId;
   // The route sets the native format; errors before it (a wrong method) go by the path.
   if (ctx.state.errorFormat === 'anthropic' || ctx.path === '/v1/messages') {
-    const type = error.type === 'content_policy_violation' ? error.type : (NATIVE_TYPES[error.status] ?? 'api_error');
+    const type = error.type === 'content_policy_violation' ? error.type : nativeErrorType(error.status);
     ctx.body = { type: 'error', error: { type, message: error.message, request_id } };
   } else {
     ctx.body = { error: { message: error.message, type: error.type, code: error.status, request_id } };

@@ -9,6 +9,7 @@ import { messagesToUnified } from '../../providers/shapes/messages-to-unified';
 import { createMessagesEventWriter, unifiedToMessages } from '../../providers/shapes/unified-to-messages';
 import { ApiError, badRequest } from '../errors';
 import { jsonBody } from '../middleware/json-body';
+import { nativeErrorType } from '../middleware/error-handler';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 import { parseInput } from '../validate';
@@ -28,13 +29,11 @@ export function resolveMessagesModel(name: string): ModelRecord {
   return model;
 }
 
-const NATIVE_ERROR_TYPES: Record<number, string> = { 429: 'rate_limit_error', 529: 'overloaded_error', 503: 'overloaded_error', 413: 'request_too_large' };
-
 function nativeErrorEvent(ctx: AppContext, error: Error): string {
   const status = error instanceof UpstreamHttpError ? error.status : 0;
   const failure = toGatewayError(error);
   const message = failure instanceof ApiError ? failure.message : 'the model provider stream failed';
-  return sseMessage({ type: 'error', error: { type: NATIVE_ERROR_TYPES[status] ?? 'api_error', message, request_id: ctx.state.requestId } }, 'error');
+  return sseMessage({ type: 'error', error: { type: status ? nativeErrorType(status) : 'api_error', message, request_id: ctx.state.requestId } }, 'error');
 }
 
 /** Errors on this route use the provider-native envelope, including those of auth and body parsing. */

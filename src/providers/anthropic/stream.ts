@@ -7,6 +7,7 @@ import { partialUsage } from '../tokens';
 import { parseToolInput } from '../tool-input';
 import { emptyUsage, type FinishReason, type StreamPart, type UnifiedRequest, type Usage } from '../types';
 import { AnthropicUsageSchema, convertAnthropicUsage } from './response';
+import { anthropicErrorStatus } from './error-types';
 
 const EventSchema = z.object({
   type: z.string(),
@@ -122,7 +123,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
           throw new UpstreamHttpError('anthropic reported an error mid-stream', {
             provider,
             model,
-            status: event.error?.type === 'overloaded_error' ? 529 : 500,
+            status: anthropicErrorStatus(event.error?.type),
             body: JSON.stringify({ type: 'error', error: event.error }),
             contentType: 'application/json',
           });

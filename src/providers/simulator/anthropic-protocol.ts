@@ -141,6 +141,9 @@ export const anthropicProtocol: SimProtocol = {
     return events;
   },
 
+  streamError(error) {
+    return sseMessage(this.error(error).body, 'error');
+  },
   error(error) {
     const type = ERROR_TYPES[error.status] ?? (error.status >= 500 ? 'api_error' : 'invalid_request_error');
     return {

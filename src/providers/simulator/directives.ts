@@ -10,6 +10,8 @@ export interface Directives {
   paceMs?: number;
   tokens?: number;
   cutAfter?: number;
+  /** `[[stream-error:STATUS]]`: a stream carries the provider's in-stream error event for STATUS. */
+  streamErrorStatus?: number;
   think: boolean;
   /** `[[repeat:N]]`: after tool results, call the same tools again until N rounds were made. */
   repeat?: number;
@@ -73,6 +75,9 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'cut':
           directives.cutAfter = int(name, value);
+          break;
+        case 'stream-error':
+          directives.streamErrorStatus = int(name, value);
           break;
         case 'think':
           directives.think = true;

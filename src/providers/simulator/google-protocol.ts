@@ -108,6 +108,9 @@ export const googleProtocol: SimProtocol = {
     return events;
   },
 
+  streamError(error) {
+    return sseMessage(this.error(error).body);
+  },
   error(error) {
     const message =
       error.kind === 'context'

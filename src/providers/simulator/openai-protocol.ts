@@ -142,6 +142,9 @@ export const openaiProtocol: SimProtocol = {
     return events;
   },
 
+  streamError(error) {
+    return sseMessage(this.error(error).body);
+  },
   error(error) {
     const code = error.kind === 'context' ? 'context_length_exceeded' : error.kind === 'model' ? 'model_not_found' : null;
     const message =

@@ -7,6 +7,8 @@ export interface SimProtocol {
   /** SSE messages (each a complete `event:`/`data:` block). */
   streamEvents(plan: Plan, options: Record<string, unknown>): string[];
   error(error: SimError): { status: number; body: unknown; headers?: Record<string, string> };
+  /** The provider's error event inside a stream that already began (same body as `error`). */
+  streamError(error: SimError): string;
 }
 
 export const asArray = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);

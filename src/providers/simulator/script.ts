@@ -51,6 +51,7 @@ export interface Plan {
   delayMs: number;
   paceMs: number;
   cutAfter?: number;
+  streamErrorStatus?: number;
 }
 
 const FILLER = ['lorem', 'ipsum', 'dolor', 'sit', 'amet', 'consectetur', 'adipiscing', 'elit'];
@@ -77,7 +78,7 @@ export function planResponse(input: SimInput): Plan {
   }
   const hash = createHash('sha256').update(input.rawBody).digest('hex');
   const inputTokens = estimateTokens(input.inputChars);
-  const base = { delayMs: directives.delayMs ?? 0, paceMs: directives.paceMs ?? 0, cutAfter: directives.cutAfter };
+  const base = { delayMs: directives.delayMs ?? 0, paceMs: directives.paceMs ?? 0, cutAfter: directives.cutAfter, streamErrorStatus: directives.streamErrorStatus };
   if (directives.errorStatus !== undefined) throw Object.assign(new SimError(directives.errorStatus, `simulated error ${directives.errorStatus}`), base);
   if (inputTokens > model.context_window) {
     throw Object.assign(new SimError(400, `prompt is too long: ${inputTokens} tokens > ${model.context_window} maximum`, 'context'), {

@@ -34,6 +34,8 @@ export interface Simulator {
 }
 
 const MAX_RECORDED = 500;
+// `[[stream-error:STATUS]]` without `[[cut:N]]`: the stream has begun (its first events were sent) when the error comes.
+const STREAM_ERROR_AFTER = 2;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function route(method: string, path: string): { protocol: SimProtocol; stream?: boolean; model?: string } | undefined {
@@ -112,6 +114,10 @@ export function createSimulatorHandler(requests: RecordedRequest[] = []) {
       record.status = 200;
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       for (const [index, event] of events.entries()) {
+        if (plan.streamErrorStatus !== undefined && index >= (plan.cutAfter ?? STREAM_ERROR_AFTER)) {
+          response.end(protocol.streamError(new SimError(plan.streamErrorStatus, `simulated error ${plan.streamErrorStatus}`)));
+          return;
+        }
         if (plan.cutAfter !== undefined && index >= plan.cutAfter) {
           // Let what was written reach the client, then drop the connection mid-stream.
           await new Promise<void>((resolve) => response.write('', () => resolve()));

@@ -132,6 +132,19 @@ describe('native protocol details', () => {
     const stream = client.messages.stream({ model: 'claude-haiku-4-5', max_tokens: 500, messages: [{ role: 'user', content: '[[tokens:30]] [[cut:8]]' }] });
     await expect(stream.finalMessage()).rejects.toThrow();
   });
+
+  test.each([
+    [429, 'rate_limit_error'],
+    [400, 'invalid_request_error'],
+    [529, 'overloaded_error'],
+  ])('an error event mid-stream (upstream %i) keeps its native type', async (status, type) => {
+    const response = await post({ model: 'claude-haiku-4-5', max_tokens: 500, stream: true, messages: [{ role: 'user', content: `[[tokens:30]] [[stream-error:${status}]]` }] });
+    const text = await response.text();
+    expect(text).toContain('event: message_start');
+    const last = text.trim().split('\n\n').at(-1)!;
+    expect(last.split('\n')[0]).toBe('event: error');
+    expect(JSON.parse(last.split('\n')[1]!.slice('data: '.length)).error.type).toBe(type);
+  });
 });
 
 describe('moderation', () => {

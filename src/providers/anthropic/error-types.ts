@@ -1,0 +1,18 @@
+/** Anthropic's error types by HTTP status (the provider-native error envelope). */
+export const ANTHROPIC_ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
+};
+
+const STATUS_BY_TYPE = new Map(Object.entries(ANTHROPIC_ERROR_TYPES).map(([status, type]) => [type, Number(status)]));
+
+/** The status an error type stands for (an error event mid-stream carries only its type). */
+export function anthropicErrorStatus(type: string | null | undefined): number {
+  return (type && STATUS_BY_TYPE.get(type)) || 500;
+}
