@@ -8,6 +8,7 @@ import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } fro
 import type { PlatformContext, PlatformMiddleware } from './types';
 import { readBodyUpTo } from '../read-body';
 import { TokenBuckets } from '../api/middleware/rate-limit';
+import { databaseUnavailable, nulInText } from '../store/db-errors';
 
 /** Request id, one access-log line, and the platform error envelope for anything thrown. */
 export function platformBasics(logger: Logger): PlatformMiddleware {
@@ -33,12 +34,12 @@ export function platformBasics(logger: Logger): PlatformMiddleware {
 function asPlatformError(thrown: unknown): PlatformError {
   const code = (thrown as { code?: string }).code;
   // Postgres text and jsonb cannot hold U+0000: a bad input, and the statement wrote nothing.
-  if (code === '22021' || code === '22P05') return invalidValue('request', 'body', 'text values must not contain the NUL character (U+0000)');
+  if (nulInText(thrown)) return invalidValue('request', 'body', 'text values must not contain the NUL character (U+0000)');
   if (code === '23505') return new PlatformError(409, 'Conflict', [{ resource: 'request', type: 'value_unavailable', message: 'the value is already taken' }]);
   // A foreign key violation here means the parent (app, environment) was deleted by a
   // concurrent request after this one found it: the same answer as if it had been absent.
   if (code === '23503') return new PlatformError(404, 'Not Found', [{ resource: 'request', type: 'value_unavailable', message: 'the resource was deleted' }]);
-  if (code === 'ECONNREFUSED' || code === '57P01') return new PlatformError(503, 'Service Unavailable', undefined, { 'Retry-After': '1' });
+  if (databaseUnavailable(thrown)) return new PlatformError(503, 'Service Unavailable', undefined, { 'Retry-After': '1' });
   return new PlatformError(500, 'Internal Server Error');
 }
 

@@ -64,6 +64,9 @@ describe('HTTP basics', () => {
     expect(kept.headers.get('x-request-id')).toBe('abcdef0123456789abcdef0123456789');
     const forged = await fetch(`${api.url}/healthz`, { headers: { 'X-Request-ID': 'bad id with spaces' } });
     expect(forged.headers.get('x-request-id')).not.toContain('bad');
+    // Only the load balancer's 32-character trace id form is kept (spec); any other id is a UUID.
+    const chosen = await fetch(`${api.url}/healthz`, { headers: { 'X-Request-ID': 'my-request-1' } });
+    expect(chosen.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   async function expectEnvelope(response: Response, status: number, type: string) {

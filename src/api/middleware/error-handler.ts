@@ -1,5 +1,6 @@
 import { ApiError, badRequest, serviceUnavailable } from '../errors';
 import type { AppContext, Middleware } from '../types';
+import { databaseUnavailable, nulInText } from '../../store/db-errors';
 import { ANTHROPIC_ERROR_TYPES } from '../../providers/anthropic/error-types';
 
 // Provider-native (Anthropic) error types by status, for POST /v1/messages: the provider's
@@ -16,12 +17,6 @@ const NATIVE_TYPES: Record<number, string> = {
 /** The native error type for a status (POST /v1/messages, its error events included). */
 export const nativeErrorType = (status: number): string => NATIVE_TYPES[status] ?? (status >= 400 && status < 500 ? 'invalid_request_error' : 'api_error');
 
-/**
- * SQLSTATEs that only a caller's text can cause: Postgres text and jsonb cannot hold U+0000
- * (22021 invalid byte sequence, 22P05 untranslatable character). The statement wrote
- * nothing (and a surrounding transaction rolls back), so this is a plain bad input.
- */
-const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
 
 /**
  * What an unexpected error may put in a log line: its type, message and stack. Client
@@ -35,21 +30,10 @@ export function loggableError(error: unknown): { type: string; message: string; 
   return { type: error.name, message: error.message, stack: error.stack, ...(typeof code === 'string' ? { code } : {}) };
 }
 
-/**
- * Postgres could not be reached, or dropped the connection (refused, shutting down, pool
- * connect timeout): a dependency outage the caller should retry with back-off, not a 500.
- */
-const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
-const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated unexpectedly|Connection terminated due to connection timeout)/;
-function databaseUnavailable(error: unknown): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return (typeof code === 'string' && DATABASE_UNAVAILABLE_CODES.has(code)) || (typeof message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(message));
-}
-
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (databaseUnavailable(error)) return serviceUnavailable('a required dependency is unavailable; retry after a short delay', 1);
-  if (NUL_IN_TEXT_SQLSTATES.has((error as { code?: unknown } | null)?.code as string)) {
+  if (nulInText(error)) {
     return badRequest('text values must not contain the NUL character (U+0000)');
   }
   // Koa / raw-body style errors carry `status` and `expose`.

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../logger';
 import type { Middleware } from '../types';
 
-// An incoming id is kept only when it looks like one (trace ids from the load balancer
-// are 32 hex chars); anything else is replaced so log lines cannot be forged.
-const ACCEPTABLE_ID = /^[A-Za-z0-9-]{8,64}$/;
+// The spec: request_id is the load balancer's 32-character trace id, otherwise a UUID. An
+// incoming id is kept only in that form; anything else is replaced, so a client cannot
+// choose the id its requests are logged under.
+const ACCEPTABLE_ID = /^[0-9a-f]{32}$/i;
 
 export function requestId(logger: Logger): Middleware {
   return async (ctx, next) => {

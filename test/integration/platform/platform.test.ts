@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Pool } from 'pg';
+import { Pool } from 'pg';
 import { createPool } from '../../../src/store/db';
 import { createLogger } from '../../../src/logger';
 import { createPlatformApp } from '../../../src/platform/app';
@@ -280,5 +280,24 @@ test('a flood of requests is refused with 429 and Retry-After in the platform en
     expect((await fetch(`${base}/v1/sites`, { headers: auth })).status).toBe(429);
   } finally {
     await new Promise<void>((resolve) => limited.close(() => resolve()));
+  }
+});
+
+test('Postgres not answering (pool connect timeout): 503 with Retry-After, not 500', async () => {
+  // A listener that accepts connections and never speaks: pg's connect times out.
+  const silent = createNetServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const stalled = new Pool({ connectionString: `postgres://x:y@127.0.0.1:${(silent.address() as AddressInfo).port}/x`, connectionTimeoutMillis: 300 });
+  stalled.on('error', () => undefined);
+  const app = createServer(createPlatformApp({ db: stalled, logger: createLogger({ level: 'silent' }) }).callback());
+  await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
+  try {
+    const response = await fetch(`http://127.0.0.1:${(app.address() as AddressInfo).port}/v1/sites`, { headers: auth });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('1');
+  } finally {
+    app.close();
+    silent.close();
+    await stalled.end().catch(() => undefined);
   }
 });

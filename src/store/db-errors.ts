@@ -1,0 +1,23 @@
+/** Postgres errors that are not bugs: how the API and the platform API classify them. */
+
+/**
+ * SQLSTATEs that only a caller's text can cause: Postgres text and jsonb cannot hold U+0000
+ * (22021 invalid byte sequence, 22P05 untranslatable character). The statement wrote
+ * nothing (and a surrounding transaction rolls back), so this is a plain bad input.
+ */
+const NUL_IN_TEXT_SQLSTATES = new Set(['22021', '22P05']);
+
+export function nulInText(error: unknown): boolean {
+  return NUL_IN_TEXT_SQLSTATES.has((error as { code?: unknown } | null)?.code as string);
+}
+
+/**
+ * Postgres could not be reached, or dropped the connection (refused, shutting down, pool
+ * connect timeout): a dependency outage the caller should retry with back-off, not a 500.
+ */
+const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated unexpectedly|Connection terminated due to connection timeout)/;
+export function databaseUnavailable(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (typeof code === 'string' && DATABASE_UNAVAILABLE_CODES.has(code)) || (typeof message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(message));
+}
