@@ -1,5 +1,6 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import type { ProviderName } from './catalog';
+import { credentialsSent, redactCredentials } from './redact';
 import {
   UpstreamConnectionError,
   UpstreamTimeoutError,
@@ -90,7 +91,7 @@ export async function post(settings: TransportSettings, url: string, body: strin
   }
   const headers = headerReader(response.headers);
   if (response.statusCode < 200 || response.statusCode >= 300) {
-    const text = await response.body.text().catch(() => '');
+    const text = redactCredentials(await response.body.text().catch(() => ''), credentialsSent(url, options.headers));
     detach();
     throw httpErrorFor(
       {

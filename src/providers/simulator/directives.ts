@@ -22,6 +22,8 @@ export interface Directives {
   cacheRead?: number;
   cacheWrite?: number;
   stopSequence?: string;
+  /** `[[bad-key]]`: refuse the request's API key with 401, quoting it as OpenAI does. */
+  badKey?: boolean;
   /** `[[context-window]]`: the model stopped because the context window filled up. */
   contextWindow?: boolean;
   /** `[[json:{...}]]`: answer with exactly this JSON (structured output tests). */
@@ -99,6 +101,9 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'stop':
           directives.stopSequence = value ?? '';
+          break;
+        case 'bad-key':
+          directives.badKey = true;
           break;
         case 'context-window':
           directives.contextWindow = true;

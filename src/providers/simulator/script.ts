@@ -27,6 +27,8 @@ export interface SimInput {
   responseSchema?: Record<string, unknown>;
   /** Images in the last user turn, each as its media type or URL (protocols that report them). */
   images?: string[];
+  /** The API key the request carried (Authorization, x-api-key or x-goog-api-key), for `[[bad-key]]`. */
+  credential?: string;
 }
 
 export class SimError extends Error {
@@ -79,6 +81,11 @@ export function planResponse(input: SimInput): Plan {
   const hash = createHash('sha256').update(input.rawBody).digest('hex');
   const inputTokens = estimateTokens(input.inputChars);
   const base = { delayMs: directives.delayMs ?? 0, paceMs: directives.paceMs ?? 0, cutAfter: directives.cutAfter, streamErrorStatus: directives.streamErrorStatus };
+  if (directives.badKey) {
+    // OpenAI's answer to a wrong key quotes it, masked but for its first and last characters.
+    const key = input.credential ?? '';
+    throw new SimError(401, `Incorrect API key provided: ${key.slice(0, 8)}${'*'.repeat(Math.max(0, key.length - 12))}${key.slice(-4)}. You can find your API key at https://platform.openai.com/account/api-keys.`);
+  }
   if (directives.errorStatus !== undefined) throw Object.assign(new SimError(directives.errorStatus, `simulated error ${directives.errorStatus}`), base);
   if (inputTokens > model.context_window) {
     throw Object.assign(new SimError(400, `prompt is too long: ${inputTokens} tokens > ${model.context_window} maximum`, 'context'), {

@@ -36,6 +36,12 @@ export interface Simulator {
 const MAX_RECORDED = 500;
 // `[[stream-error:STATUS]]` without `[[cut:N]]`: the stream has begun (its first events were sent) when the error comes.
 const STREAM_ERROR_AFTER = 2;
+/** The API key a request carried, in whichever header its protocol uses. */
+function credentialOf(request: IncomingMessage): string | undefined {
+  const header = request.headers.authorization ?? request.headers['x-api-key'] ?? request.headers['x-goog-api-key'];
+  return typeof header === 'string' ? header.replace(/^Bearer\s+/i, '') : undefined;
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function route(method: string, path: string): { protocol: SimProtocol; stream?: boolean; model?: string } | undefined {
@@ -92,7 +98,7 @@ export function createSimulatorHandler(requests: RecordedRequest[] = []) {
 
     let delayMs = 0;
     try {
-      const input = protocol.parse(body, rawBody, target.model);
+      const input = { ...protocol.parse(body, rawBody, target.model), credential: credentialOf(request) };
       const stream = target.stream ?? input.stream;
       const plan = planResponse(input);
       delayMs = plan.delayMs;

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import OpenAI from 'openai';
+import { startApi } from '../../support/harness';
 import { startGatewayEnv, usageRowFor, sleep, type GatewayEnv } from './gateway-env';
 import { json } from '../../support/factories';
 import { setBalanceNano } from '../../support/credits';
@@ -195,6 +197,25 @@ describe('upstream failures', () => {
     const limited = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: '[[error:429]]' }] });
     expect(limited.status).toBe(429);
     expect(limited.headers.get('retry-after')).toBe('1');
+  });
+
+  test("a provider error quoting the gateway's provider key is relayed without it, whole or masked", async () => {
+    const providerKey = `sk-test-${randomBytes(16).toString('hex')}`;
+    const keyed = await startApi({ OPENAI_BASE_URL: `${env.sim.url}/v1`, OPENAI_API_KEY: providerKey, RATE_LIMIT_ENABLED: 'false' });
+    try {
+      const response = await fetch(`${keyed.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: '[[bad-key]]' }] }),
+      });
+      expect(response.status).toBe(401);
+      const text = await response.text();
+      expect(text).toContain('Incorrect API key provided: [redacted]');
+      expect(text).not.toContain(providerKey.slice(0, 8));
+      expect(text).not.toContain(providerKey.slice(-4));
+    } finally {
+      await keyed.close();
+    }
   });
 
   test('a stream cut midway ends with an error chunk, not a silent truncated 200, and bills what was produced', async () => {
