@@ -15,6 +15,8 @@ import { EVENT_CREDENTIALS } from './events';
 import { loadAccessibleSession } from './session-access';
 
 const StreamQuerySchema = z.strictObject({ include_thinking: queryBoolean.default(false) });
+// Event ids are bounded like the listing's after_id; a longer header is refused unread.
+const LastEventIdSchema = z.strictObject({ 'Last-Event-ID': z.string().trim().max(64, 'not an event id').optional() });
 
 /** Client reconnection delay announced to EventSource clients (ms). */
 const RETRY_MS = 3000;
@@ -39,7 +41,7 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
   router.get('/v1beta1/sessions/:session_id/events/stream', ...guard, async (ctx) => {
     const query = parseInput(StreamQuerySchema, ctx.query, 'query');
     const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
-    const lastEventId = ctx.get('last-event-id').trim();
+    const lastEventId = parseInput(LastEventIdSchema, { 'Last-Event-ID': ctx.get('last-event-id') || undefined }, 'header')['Last-Event-ID'];
     let resumeSeq: string | undefined;
     if (lastEventId) {
       resumeSeq = (await findEventPosition(deps.db, session.id, lastEventId))?.seq;

@@ -111,6 +111,10 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     const otherId = await append(client, other.id, 'x');
     const refused = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key, { 'last-event-id': otherId });
     expect(refused.response.status).toBe(400);
+    // An over-long id is refused by its schema, and not echoed back.
+    const long = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key, { 'last-event-id': 'x'.repeat(5000) });
+    expect(long.response.status).toBe(400);
+    expect(JSON.stringify(await long.response.json())).not.toContain('x'.repeat(65));
   });
 
   test('same callers as the event routes: browser tokens bound to the agent; other projects get 404', async () => {
