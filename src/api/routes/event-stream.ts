@@ -2,12 +2,13 @@ import Router from '@koa/router';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
+import type { Principal } from '../../auth/principal';
 import { authenticate } from '../../auth/middleware';
 import { queryBoolean } from '../../domain/fields';
 import { eventsAfterSeq, findEventPosition, lastEventSeq } from '../../store/event-queries';
 import { SessionEventHub } from '../../store/event-notifications';
 import { presentEvent } from '../../store/events';
-import { badRequest } from '../errors';
+import { ApiError, badRequest } from '../errors';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
 import { parseInput, pathIds, ResourceIdSchema } from '../validate';
@@ -70,8 +71,15 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
       draining = draining.then(async () => {
         while (again && !closed) {
           again = false;
+          let accessChecked = false;
           for (;;) {
             const rows = await eventsAfterSeq(deps.db, session.id, lastSeq);
+            // Access is checked again before new events go out: a session whose agent moved to
+            // another project since the stream opened is no longer this caller's to read.
+            if (rows.length > 0 && !accessChecked) {
+              if (!(await stillAccessible(deps, ctx.state.principal!, session.id))) return close();
+              accessChecked = true;
+            }
             for (const row of rows) {
               if (closed) return;
               out.write(`id: ${row.id}\ndata: ${JSON.stringify(presentEvent(row, { includeThinking: query.include_thinking }))}\n\n`);
@@ -100,4 +108,14 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
   });
 
   return router;
+}
+
+async function stillAccessible(deps: Deps, principal: Principal, sessionId: string): Promise<boolean> {
+  try {
+    await loadAccessibleSession(deps, principal, sessionId);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return false;
+    throw error;
+  }
 }

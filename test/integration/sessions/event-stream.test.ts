@@ -1,6 +1,6 @@
 import { startApi, type TestApi } from '../../support/harness';
-import { bearer, createTenant } from '../../support/factories';
-import { createSession, tenantWithAgent, type ApiClient } from './support';
+import { bearer, createServiceToken, createSiblingProject, createTenant } from '../../support/factories';
+import { apiClient, createSession, tenantWithAgent, type ApiClient } from './support';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -14,6 +14,7 @@ async function openStream(path: string, token: string, headers: Record<string, s
   const response = await fetch(`${api.url}${path}`, { headers: { ...bearer(token), ...headers }, signal: controller.signal });
   const frames: string[] = [];
   let waiters: Array<() => void> = [];
+  let ended = false;
   if (response.ok && response.body) {
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
@@ -22,7 +23,10 @@ async function openStream(path: string, token: string, headers: Record<string, s
       try {
         for (;;) {
           const { value, done } = await reader.read();
-          if (done) break;
+          if (done) {
+            ended = true;
+            break;
+          }
           buffer += decoder.decode(value, { stream: true });
           let end: number;
           while ((end = buffer.indexOf('\n\n')) >= 0) {
@@ -55,7 +59,7 @@ async function openStream(path: string, token: string, headers: Record<string, s
       });
     }
   };
-  return { response, frames, events, until, close: () => controller.abort() };
+  return { response, frames, events, until, ended: () => ended, close: () => controller.abort() };
 }
 
 const note = (text: string) => ({ type: 'system.message', content: [{ type: 'text', text }] });
@@ -115,6 +119,25 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     const long = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key, { 'last-event-id': 'x'.repeat(5000) });
     expect(long.response.status).toBe(400);
     expect(JSON.stringify(await long.response.json())).not.toContain('x'.repeat(65));
+  });
+
+  test('a session whose agent moved to another project since the stream opened: the stream closes, nothing more is sent', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const stream = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key);
+    try {
+      await stream.until(() => stream.frames.length > 0);
+      await append(client, session.id, 'seen');
+      await stream.until(() => stream.events().length === 1);
+      const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId));
+      const sibling = await createSiblingProject(api.deps.db, tenant.accountId);
+      expect((await site.patch(`/v1/agents/${agent.id}`, { project_id: sibling })).status).toBe(200);
+      await append(site, session.id, 'not for the old project');
+      await stream.until(() => stream.ended());
+      expect(stream.events().map((e) => e.data.content[0].text)).toEqual(['seen']);
+    } finally {
+      stream.close();
+    }
   });
 
   test('same callers as the event routes: browser tokens bound to the agent; other projects get 404', async () => {
