@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { startGatewayEnv, usageRowFor, type GatewayEnv } from './gateway-env';
 import { json } from '../../support/factories';
+import { setBalanceNano } from '../../support/credits';
 
 let env: GatewayEnv;
 let client: Anthropic;
@@ -131,6 +132,19 @@ describe('native protocol details', () => {
     expect(text).not.toContain('message_stop');
     const stream = client.messages.stream({ model: 'claude-haiku-4-5', max_tokens: 500, messages: [{ role: 'user', content: '[[tokens:30]] [[cut:8]]' }] });
     await expect(stream.finalMessage()).rejects.toThrow();
+  });
+
+  test('an exhausted balance: 402 in the native envelope, nothing sent upstream', async () => {
+    await setBalanceNano(env.api.deps.db, env.tenant.projectId, 0n, [env.api.deps]);
+    const before = env.sim.requests.length;
+    try {
+      const response = await post({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+      expect(response.status).toBe(402);
+      expect(await json(response)).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/credit/) } });
+      expect(env.sim.requests.length).toBe(before);
+    } finally {
+      await setBalanceNano(env.api.deps.db, env.tenant.projectId, 1_000_000_000_000n, [env.api.deps]);
+    }
   });
 
   test.each([
