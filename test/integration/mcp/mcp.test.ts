@@ -155,6 +155,10 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     const ids = async (status?: string) => structured(await client.callTool({ name: 'list_account_sites', arguments: status ? { status } : {} })).sites.map((s: { site_id: string }) => s.site_id);
     expect(await ids()).not.toContain(registered.site_id);
     expect(await ids('suspended')).toEqual([registered.site_id]);
+    await setSiteStatus(api.deps.db, registered.site_id, 'revoked');
+    expect(await ids('revoked')).toEqual([registered.site_id]);
+    expect(await ids('suspended')).not.toContain(registered.site_id);
+    expect(await ids()).not.toContain(registered.site_id);
     await client.close();
   });
 

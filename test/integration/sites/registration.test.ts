@@ -132,7 +132,7 @@ describe('POST /v1/sites: validation', () => {
   let token: string;
   beforeAll(async () => (token = (await siteToken()).token));
 
-  test.each([
+  test.each<[string, Record<string, unknown>, string]>([
     ['unknown top-level field', { site_url: 'https://a.example.com', extra: 1 }, 'extra'],
     ['unknown site_info field', { site_url: 'https://a.example.com', site_info: { wp_version: '6', plugins: [] } }, 'plugins'],
     ['missing site_url', { display_name: 'x' }, 'site_url'],
@@ -148,6 +148,14 @@ describe('POST /v1/sites: validation', () => {
     ['server_software over 256', { site_url: 'https://a.example.com', site_info: { server_software: 'x'.repeat(257) } }, 'site_info.server_software'],
     ['non-integer active_plugin_count', { site_url: 'https://a.example.com', site_info: { active_plugin_count: 1.5 } }, 'site_info.active_plugin_count'],
     ['non-boolean wp_debug', { site_url: 'https://a.example.com', site_info: { wp_debug: 'yes' } }, 'site_info.wp_debug'],
+    ...['wp_version', 'locale', 'db_version', 'timezone'].map((name): [string, Record<string, unknown>, string] => [
+      `${name} over 64`,
+      { site_url: 'https://a.example.com', site_info: { [name]: 'x'.repeat(65) } },
+      `site_info.${name}`,
+    ]),
+    ['non-boolean ssl_valid', { site_url: 'https://a.example.com', site_info: { ssl_valid: 1 } }, 'site_info.ssl_valid'],
+    ['non-boolean is_multisite', { site_url: 'https://a.example.com', site_info: { is_multisite: 'no' } }, 'site_info.is_multisite'],
+    ['negative active_plugin_count', { site_url: 'https://a.example.com', site_info: { active_plugin_count: -1 } }, 'site_info.active_plugin_count'],
   ])('%s: 400 naming the field', async (_label, body, field) => {
     const response = await register(token, body);
     expect(response.status).toBe(400);
@@ -208,7 +216,18 @@ describe('POST /v1/sites: callers', () => {
     const missing = await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(missing.status).toBe(401);
     expect(missing.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
-    expect((await register('sst_' + 'x'.repeat(43), { site_url: siteUrl() })).status).toBe(401);
+    const unknown = await register('sst_' + 'x'.repeat(43), { site_url: siteUrl() });
+    expect(unknown.status).toBe(401);
+    expect(unknown.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
     expect((await register('oat_' + 'x'.repeat(43), { site_url: siteUrl() })).status).toBe(401);
+  });
+
+  test('a revoked service token: 401 at once', async () => {
+    const { token, clientId } = await siteToken();
+    expect((await register(token, { site_url: siteUrl() })).status).toBe(201);
+    await api.deps.db.query('UPDATE service_tokens SET revoked_at = now() WHERE client_id = $1', [clientId]);
+    const response = await register(token, { site_url: siteUrl() });
+    expect(response.status).toBe(401);
+    expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
   });
 });
