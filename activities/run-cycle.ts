@@ -26,7 +26,16 @@ export interface RunLimits {
 
 export type RunCycle =
   | { kind: 'none' }
-  | { kind: 'start' | 'resume'; runId: string; cycleKey: string; model: string; limits: RunLimits; toolsetError?: RunErrorCode };
+  | {
+      kind: 'start' | 'resume';
+      runId: string;
+      cycleKey: string;
+      model: string;
+      limits: RunLimits;
+      toolsetError?: RunErrorCode;
+      /** The log already holds an interrupt of this run (its signal may come later, or never): cancel it before any model call. */
+      interrupted?: boolean;
+    };
 
 /** Why an agent's tools cannot run here, checked when a run starts (agents stored before validation included). */
 function toolsetProblem(tools: ToolEntry[], development: boolean): RunErrorCode | undefined {
@@ -66,18 +75,21 @@ export function createRunCycleActivities(deps: Deps) {
       claimed: { run_id: string; cycle_kind?: 'start' | 'resume' } | null;
       waiting: string[];
       started: boolean;
+      interrupted: boolean;
     }>({
       name: 'claim_read',
       text: `SELECT (SELECT json_build_object('run_id', run_id, 'cycle_kind', attributes->'cycle_kind') FROM session_events
                 WHERE session_id = $1 AND idempotency_key = $2) AS claimed,
               ARRAY(SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)) AS waiting,
-              EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'session.status_running') AS started`,
+              EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'session.status_running') AS started,
+              EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'user.interrupt' AND processed_at IS NULL) AS interrupted`,
       values: [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES, session.active_run_id],
     });
     const { claimed, waiting, started } = read!;
     const claim = (kind: 'start' | 'resume', runId: string): RunCycle => {
       const toolsetError = kind === 'start' ? toolsetProblem(agent.tools ?? [], isDevelopment(deps.config)) : undefined;
-      return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}) };
+      const interrupted = read!.interrupted && runId === session.active_run_id;
+      return { kind, runId, cycleKey: input.cycleKey, model: agent.model, limits, ...(toolsetError ? { toolsetError } : {}), ...(interrupted ? { interrupted } : {}) };
     };
     // A retry answers as the first attempt did, the toolset check included.
     if (claimed) return claim(claimed.cycle_kind ?? 'start', claimed.run_id);
@@ -148,6 +160,19 @@ export function createRunCycleActivities(deps: Deps) {
         if (!session) return undefined;
         const key = `${input.cycleKey}:end`;
         const usage = { ...input.usage };
+        // A run's end consumes its interrupts. One the api accepted while this run held the
+        // session (under the same row lock) was meant for this run, even if the workflow has not
+        // seen its signal yet or the model answered before the cancellation reached the call:
+        // the run ends user_cancelled, as the caller was told it would.
+        let stopReason = input.stopReason;
+        if (input.endRun) {
+          const { rowCount } = await client.query(
+            `UPDATE session_events SET processed_at = clock_timestamp()
+              WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.interrupt' AND run_id = $2`,
+            [session.id, input.runId],
+          );
+          if (rowCount && !input.errorCode) stopReason = 'user_cancelled';
+        }
         // The closing event is appended first: if an earlier attempt already appended it, that
         // attempt also did everything below in the same transaction, so there is nothing left to do.
         let closing: NewEvent;
@@ -167,7 +192,7 @@ export function createRunCycleActivities(deps: Deps) {
           closing = {
             type: 'session.status_idle',
             attributes: {
-              stop_reason: input.stopReason ?? 'end_turn',
+              stop_reason: stopReason ?? 'end_turn',
               context_tokens: input.contextTokens,
               ...(toolUseIds
                 ? {
@@ -210,14 +235,6 @@ export function createRunCycleActivities(deps: Deps) {
             input.errorCode ? 'error' : 'idle',
           ],
         );
-        if (input.stopReason === 'user_cancelled') {
-          // The interrupt that ended this run is consumed by it (the claim leaves a run's own interrupts).
-          await client.query(
-            `UPDATE session_events SET processed_at = clock_timestamp()
-              WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.interrupt' AND run_id = $2`,
-            [session.id, input.runId],
-          );
-        }
         if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
           await insertUsage(client, {
             projectId: session.project_id,

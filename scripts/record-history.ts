@@ -1,7 +1,8 @@
 /**
  * Records the Temporal histories of representative session runs for the replay tests
  * (test/replay/replay.test.ts): plain, client-tool pause and resume, server tool, interrupt,
- * an interrupt that arrives before its run has started, compaction and an upstream error. Each run goes through the real stack (api over HTTP,
+ * an interrupt that arrives before its run has started (by signal, or found in the log by the
+ * run's claim), compaction and an upstream error. Each run goes through the real stack (api over HTTP,
  * a real worker, Temporal, Postgres, the provider simulator in-process) on a private task
  * queue; each session's workflow history is saved as test/replay/histories/<name>.json in
  * Temporal's JSON history format (the same as `temporal workflow show --output json`).
@@ -20,7 +21,9 @@ import { createApp } from '../src/api/app';
 import { issueApiKey } from '../src/auth/provisioning';
 import { grantCredits, NANO_PER_CREDIT } from '../src/billing/credits';
 import { loadConfig } from '../src/config';
-import { closeDeps, createDeps } from '../src/deps';
+import { closeDeps, createDeps, type Deps } from '../src/deps';
+import { withTransaction } from '../src/store/db';
+import { appendEvents, lockSession } from '../src/store/events';
 import { createLogger } from '../src/logger';
 import { startSimulator } from '../src/providers/simulator/server';
 import { createAccount, createProject } from '../src/store/accounts';
@@ -37,7 +40,7 @@ type Event = { type: string; [key: string]: any };
 interface Scenario {
   agent: Record<string, unknown>;
   /** Requests sent while no worker polls, so their signals reach the workflow in one activation. */
-  beforeWorker?(http: Http, sessionId: string): Promise<void>;
+  beforeWorker?(http: Http, sessionId: string, deps: Deps): Promise<void>;
   drive(http: Http, sessionId: string): Promise<void>;
 }
 
@@ -108,6 +111,22 @@ const SCENARIOS: Record<string, Scenario> = {
     async beforeWorker(http, id) {
       await http('POST', `/v1/sessions/${id}/events`, message('[[delay:20000]] never asked'));
       await http('POST', `/v1/sessions/${id}/events`, { events: [{ type: 'user.interrupt' }] });
+    },
+    async drive(http, id) {
+      const log = await waitFor(http, id, closings(1));
+      if (log.find(closing)!.stop_reason !== 'user_cancelled') throw new Error(`interrupt did not cancel: ${JSON.stringify(log.at(-1))}`);
+    },
+  },
+  'interrupt-in-log': {
+    agent: {},
+    // The interrupt is committed naming the claimed run, but its signal never comes: the claim
+    // finds it in the log and the run is cancelled before any model call.
+    async beforeWorker(http, id, deps) {
+      await http('POST', `/v1/sessions/${id}/events`, message('[[delay:20000]] never asked'));
+      await withTransaction(deps.db, async (client) => {
+        const { active_run_id } = (await lockSession(client, id))!;
+        await appendEvents(client, id, [{ type: 'user.interrupt', content: [], run_id: active_run_id }]);
+      });
     },
     async drive(http, id) {
       const log = await waitFor(http, id, closings(1));
@@ -194,7 +213,7 @@ async function main(): Promise<void> {
       if (scenario.beforeWorker) {
         await worker.stop();
         try {
-          await scenario.beforeWorker(http, session.id);
+          await scenario.beforeWorker(http, session.id, deps);
         } finally {
           worker = await startWorker();
         }

@@ -135,6 +135,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
 
     const scope = new CancellationScope();
     currentScope = scope;
+    // The claim found this run's interrupt already in the log (its signal is late or lost).
+    if (cycle.interrupted) interruptRequested = true;
     // An interrupt that came before this cycle's scope existed (ahead of the run, or during a
     // resume's claim) cancels the cycle before its first turn.
     if (interruptRequested && patched(EARLY_INTERRUPT_PATCH)) scope.cancel();

@@ -36,6 +36,7 @@ test('the recorded histories cover the representative runs', () => {
     'compaction.claim-on-close.json',
     'compaction.json',
     'interrupt-before-start.json',
+    'interrupt-in-log.json',
     'interrupt.claim-on-close.json',
     'interrupt.json',
     'plain.claim-on-close.json',
@@ -63,6 +64,14 @@ test('the recorded histories cover the representative runs', () => {
       .map((marker) => JSON.parse(Buffer.from(marker!.details!['patch-data']!.payloads![0]!.data as Uint8Array).toString()).id as string);
   expect(patches('interrupt-before-start.json')).toContain('early-interrupt');
   expect(activities('interrupt-before-start.json')).toEqual([]);
+  // An interrupt the claim found in the log (its signal never came): cancelled before any model call.
+  const claims = (file: string) =>
+    (load(file).events ?? [])
+      .map((e) => e.markerRecordedEventAttributes)
+      .filter((marker) => marker?.markerName === 'core_local_activity')
+      .map((marker) => JSON.parse(Buffer.from(marker!.details!['result']!.payloads![0]!.data as Uint8Array).toString()));
+  expect(claims('interrupt-in-log.json')[0]).toMatchObject({ kind: 'start', interrupted: true });
+  expect(activities('interrupt-in-log.json')).toEqual([]);
 });
 
 test('every recorded history replays against the current workflow code', async () => {

@@ -53,7 +53,8 @@ export async function sendEvents(deps: Deps, session: { sessionId: string; agent
     for (const event of events) {
       if (event.type === 'user.tool_result') for (const block of event.content as Array<{ tool_use_id: string }>) pending.delete(block.tool_use_id);
     }
-    await appendEvents(client, session.sessionId, events);
+    // As the api does: an interrupt names the run holding the session.
+    await appendEvents(client, session.sessionId, events.map((e) => (e.type === 'user.interrupt' ? { ...e, run_id: locked.active_run_id } : e)));
     const startsRun = events.some((e) => e.type === 'user.message') && !locked.active_run_id;
     if (events.some((e) => e.type === 'user.interrupt')) interruptRun = locked.active_run_id;
     await client.query(

@@ -69,6 +69,21 @@ test('a message sent over HTTP gets its reply in the event log; the session show
   expect(session.body.usage.input_tokens).toBe(idle.usage.input_tokens);
 });
 
+test('an interrupt sent while the run holds the session ends it user_cancelled, also when the model answered first', async () => {
+  // The model answers in 600 ms, before a heartbeat can carry the cancellation to the call.
+  const sessionId = await newSession();
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[delay:600]] quick one' }] }])).status).toBe(200);
+  for (const deadline = Date.now() + 10_000; (await call('GET', `/v1/sessions/${sessionId}`)).body.status !== 'running'; ) {
+    if (Date.now() > deadline) throw new Error('the run never started');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect((await send(sessionId, [{ type: 'user.interrupt' }])).status).toBe(200);
+  const events = await waitForClosing(sessionId);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
+  // The run consumed the interrupt that ended it.
+  expect(events.find((e) => e.type === 'user.interrupt')!.processed_at).not.toBeNull();
+});
+
 test('pause rules end to end: message while paused is 400, interrupt ends the pause, the next message cancels the outstanding call, its late result is 409', async () => {
   const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object' } }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:lookup {"q":1}]]' }] }]);

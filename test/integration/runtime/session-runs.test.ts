@@ -3,6 +3,8 @@ import { startTestSimulator, type Simulator } from '../../support/simulator';
 import { createTenant, type Tenant } from '../../support/factories';
 import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent, listEvents } from '../../support/runtime';
 import { getBalanceNano } from '../../../src/billing/credits';
+import { withTransaction } from '../../../src/store/db';
+import { appendEvents, lockSession } from '../../../src/store/events';
 
 let api: TestApi;
 let simulator: Simulator;
@@ -90,6 +92,24 @@ test('an interrupt that names a run before the workflow has started it still can
   expect(event.stop_reason).toBe('user_cancelled');
   expect(events.map((e) => e.type)).toEqual(['user.message', 'user.interrupt', 'session.status_running', 'session.status_idle']);
   expect(simulator.requests.some((r) => JSON.stringify(r.body).includes('never asked'))).toBe(false);
+});
+
+test("an interrupt already in the log when the run is claimed (its signal not yet arrived) cancels the run before any model call", async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  await worker.stop();
+  try {
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:20000]] claimed then interrupted') }]);
+    // The interrupt is committed naming the claimed run, but its signal is never sent.
+    await withTransaction(api.deps.db, async (client) => {
+      const { active_run_id } = (await lockSession(client, session.sessionId))!;
+      await appendEvents(client, session.sessionId, [{ type: 'user.interrupt', content: [], run_id: active_run_id }]);
+    });
+  } finally {
+    worker = await startTestWorker(api.deps);
+  }
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('user_cancelled');
+  expect(simulator.requests.some((r) => JSON.stringify(r.body).includes('claimed then interrupted'))).toBe(false);
 });
 
 test('a compaction whose summary call takes longer than the heartbeat timeout still completes', async () => {
