@@ -1,8 +1,10 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Deps } from '../src/deps';
 import { computeCreditsNano, findModel, type ProviderRegistry } from '../src/providers';
-import { estimateRequestTokens } from '../src/providers/tokens';
-import { zeroUsage, type RunUsage } from '../src/domain/run';
+import { ContextWindowExceededError } from '../src/providers/errors';
+import { estimateRequestTokens, estimateTextTokens } from '../src/providers/tokens';
+import type { ModelRecord } from '../src/providers/catalog';
+import { addUsage, zeroUsage, type RunUsage } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
 import { loadRunContext } from './run-context';
@@ -33,24 +35,33 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       const transcript = runRequest({ ...context, events: older }, model)
         .messages.map((m) => `${m.role}: ${m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `[tool ${p.name} ${JSON.stringify(p.input)}]` : p.type === 'tool-result' ? `[result ${String(p.content).slice(0, 2000)}]` : '')).join(' ')}`)
         .join('\n');
-      let summary: string;
+      let summary = context.summary ?? '';
       let usage = zeroUsage();
       try {
-        const result = await heartbeating((signal) =>
-          providers.generate(
-            {
-              model,
-              system: [{ type: 'text', text: SUMMARY_PROMPT }],
-              messages: [{ role: 'user', content: [{ type: 'text', text: `${context.summary ? `Earlier summary:\n${context.summary}\n\n` : ''}${transcript}` }] }],
-              max_tokens: Math.min(1024, model.max_output_tokens),
-            },
-            { signal },
-          ),
-        );
-        summary = result.content.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
-        usage = { ...result.usage, credits_nano: computeCreditsNano(model, result.usage) };
+        // The transcript may itself be larger than the model's window (a long session since the
+        // last compaction): it is summarized in pieces that fit, each folded into the summary so far.
+        for (const piece of transcriptPieces(transcript, pieceChars(model, summary.length))) {
+          const result = await heartbeating((signal) =>
+            providers.generate(
+              {
+                model,
+                system: [{ type: 'text', text: SUMMARY_PROMPT }],
+                messages: [{ role: 'user', content: [{ type: 'text', text: `${summary ? `Earlier summary:\n${summary}\n\n` : ''}${piece}` }] }],
+                max_tokens: summaryMaxTokens(model),
+              },
+              { signal },
+            ),
+          );
+          summary = result.content.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
+          usage = addUsage(usage, { ...result.usage, credits_nano: computeCreditsNano(model, result.usage) });
+        }
       } catch (error) {
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
+        // The provider counts tokens its own way: a piece it still finds too long ends the run
+        // as the spec says an overflow that compaction cannot resolve does.
+        if (error instanceof ContextWindowExceededError) {
+          throw ApplicationFailure.create({ type: 'context_exceeded', message: 'the summary request exceeded the context window', nonRetryable: true });
+        }
         throw toRunFailure(error);
       }
       if (!summary) throw ApplicationFailure.create({ type: 'internal_error', message: 'empty summary', nonRetryable: true });
@@ -73,6 +84,38 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       return fitsNow(deps, input.sessionId, usage);
     },
   };
+}
+
+const summaryMaxTokens = (model: ModelRecord) => Math.min(1024, model.max_output_tokens);
+
+/**
+ * Characters of transcript one summary request may carry: the window less the answer, the
+ * prompt and the summary so far, at three quarters of the estimate (token counts of real
+ * tokenizers differ from the four-characters rule).
+ */
+function pieceChars(model: ModelRecord, summaryChars: number): number {
+  const tokens = model.context_window - summaryMaxTokens(model) - estimateTextTokens(SUMMARY_PROMPT) - estimateTextTokens(' '.repeat(summaryChars)) - 64;
+  return Math.max(1000, Math.floor(tokens * 4 * 0.75));
+}
+
+/**
+ * The transcript cut at line ends into pieces of at most `maxChars` (the summary carried
+ * between pieces is at most summaryMaxTokens, already reserved by pieceChars). A single line
+ * longer than a piece is cut short: a summary cannot keep all of it anyway.
+ */
+function transcriptPieces(transcript: string, maxChars: number): string[] {
+  const pieces: string[] = [];
+  let current = '';
+  for (const raw of transcript.split('\n')) {
+    const line = raw.length > maxChars ? `${raw.slice(0, maxChars - 20)} …[cut short]` : raw;
+    if (current && current.length + 1 + line.length > maxChars) {
+      pieces.push(current);
+      current = '';
+    }
+    current = current ? `${current}\n${line}` : line;
+  }
+  if (current) pieces.push(current);
+  return pieces;
 }
 
 /** Whether the context as it now stands (after the latest compaction) fits the model's window. */

@@ -132,6 +132,25 @@ test('compaction: the oldest turns are summarized into session.compaction; origi
   expect(event.usage.credits_nano).toBeGreaterThan(turn.credits_nano);
 });
 
+test('a long session keeps compacting: a transcript larger than the window is summarized in pieces', async () => {
+  // Each exchange is ~3,000 tokens (the simulator echoes the message): by the fourth message the
+  // turns since the last compaction no longer fit one summary request of this 8,192-token model.
+  // Its own tenant: these turns cost more than the shared tenant's credits allow the other tests.
+  const rich = await createTenant(api.deps.db, { credits: 1000n });
+  const session = await createAgentAndSession(api.deps, rich.projectId, { model: 'openai/gpt-4' });
+  for (let i = 1; i <= 6; i++) {
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`message ${i} ${'word '.repeat(1200)}`) }]);
+    const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', i);
+    expect({ i, type: event.type, stop_reason: event.stop_reason }).toEqual({ i, type: 'session.status_idle', stop_reason: 'end_turn' });
+  }
+  const events = await listEvents(api.deps, session.sessionId);
+  expect(events.filter((e) => e.type === 'session.compaction').length).toBeGreaterThanOrEqual(2);
+  // No summary request was larger than the model's window.
+  const summaries = simulator.requests.filter((r) => JSON.stringify(r.body).includes('Summarize the conversation below'));
+  expect(summaries.length).toBeGreaterThan(0);
+  for (const request of summaries) expect(JSON.stringify(request.body).length / 4).toBeLessThan(8192);
+});
+
 test('context_exceeded: a single message that cannot fit even after compaction', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4' });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('gamma '.repeat(7000)) }]);
