@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
+import { optionalOrNull } from './fields';
 
 /**
  * POST /v1/chat/completions request (OpenAI chat completions shape). Unknown fields are
@@ -80,26 +81,26 @@ export const ThinkingConfigSchema = z.strictObject({
 export const ChatCompletionRequest = z.strictObject({
   model: z.string().min(1).max(255),
   messages: z.array(ChatMessage).min(1),
-  temperature: z.number().optional(),
-  top_p: z.number().min(0).max(1).optional(),
-  max_tokens: z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`).optional(),
+  temperature: optionalOrNull(z.number()),
+  top_p: optionalOrNull(z.number().min(0).max(1)),
+  max_tokens: optionalOrNull(z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`)),
   /** OpenAI's newer name for max_tokens; accepted as an alias. */
-  max_completion_tokens: z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_completion_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`).optional(),
-  stream: z.boolean().optional(),
-  stream_options: z.strictObject({ include_usage: z.boolean().optional() }).nullish(),
-  stop: z.union([z.string(), z.array(z.string()).max(MAX_STOP_SEQUENCES)]).nullish(),
-  tools: z.array(ChatTool).max(128).optional(),
-  tool_choice: z
-    .union([z.enum(['auto', 'none', 'required']), z.strictObject({ type: z.literal('function'), function: z.strictObject({ name: z.string() }) })])
-    .optional(),
-  parallel_tool_calls: z.boolean().optional(),
-  response_format: ResponseFormatSchema.optional(),
-  reasoning_effort: z.string().min(1).optional(),
+  max_completion_tokens: optionalOrNull(z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_completion_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`)),
+  stream: optionalOrNull(z.boolean()),
+  stream_options: optionalOrNull(z.strictObject({ include_usage: z.boolean().optional() })),
+  stop: optionalOrNull(z.union([z.string(), z.array(z.string()).max(MAX_STOP_SEQUENCES)])),
+  tools: optionalOrNull(z.array(ChatTool).max(128)),
+  tool_choice: optionalOrNull(
+    z.union([z.enum(['auto', 'none', 'required']), z.strictObject({ type: z.literal('function'), function: z.strictObject({ name: z.string() }) })]),
+  ),
+  parallel_tool_calls: optionalOrNull(z.boolean()),
+  response_format: optionalOrNull(ResponseFormatSchema),
+  reasoning_effort: optionalOrNull(z.string().min(1)),
   provider_options: z.looseObject({ thinking_config: ThinkingConfigSchema.optional() }).optional(),
-  user: z.string().max(256).optional(),
-  n: z.literal(1).optional(),
+  user: optionalOrNull(z.string().max(256)),
+  n: optionalOrNull(z.literal(1)),
 });
-export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
+export type ChatCompletionRequest = z.output<typeof ChatCompletionRequest>;
 
 /**
  * `provider_options` carries provider knobs the gateway does not model. Keys the gateway sets

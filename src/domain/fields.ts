@@ -54,3 +54,9 @@ export const pageLimit = z.coerce
 export const queryBoolean = z
   .enum(['true', 'false', '1', '0'], { error: 'must be true or false' })
   .transform((v) => v === 'true' || v === '1');
+
+/**
+ * An optional request field that also takes JSON `null` for "not set", as OpenAI's API does
+ * (its SDK types most request fields `T | null`): null reads exactly like an omitted field.
+ */
+export const optionalOrNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((value): z.output<T> | undefined => value ?? undefined);

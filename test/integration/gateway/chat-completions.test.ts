@@ -168,6 +168,15 @@ describe('validation', () => {
     const sent = env.sim.requests.at(-1)!.body as { generationConfig: Record<string, unknown> };
     expect(sent.generationConfig).toMatchObject({ temperature: 1.5, maxOutputTokens: 100, thinkingConfig: { thinkingBudget: 0 } });
   });
+
+  test('null means "not set", as in OpenAI\'s API (its SDK types these fields nullable): nothing of it goes upstream', async () => {
+    const nulls = { temperature: null, top_p: null, max_tokens: null, max_completion_tokens: null, stream: null, stream_options: null, stop: null, tools: null, tool_choice: null, parallel_tool_calls: null, response_format: null, reasoning_effort: null, user: null, n: null };
+    // o3 accepts no temperature at all: a null one is simply absent.
+    const response = await client.chat.completions.create({ ...base, model: 'openai/o3', ...nulls } as never);
+    expect(response.choices[0]!.message.content).toBeTruthy();
+    const sent = env.sim.requests.at(-1)!.body as Record<string, unknown>;
+    for (const field of ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'reasoning_effort', 'n']) expect(sent).not.toHaveProperty(field);
+  });
 });
 
 test('provider_options the gateway does not model reach the upstream as sent', async () => {
