@@ -14,10 +14,17 @@ export interface EventPosition {
 
 export type ListedEvent = EventRow & { cursor_at: string };
 
+/**
+ * Without include_thinking, an agent.message holding only a thought block (a turn that
+ * thought, then called tools) would show as an empty message: such events are left out.
+ */
+const VISIBLE_WITHOUT_THINKING = `NOT (type = 'agent.message' AND NOT jsonb_path_exists(content, '$[*] ? (@.type != "thought")'))`;
+const visibility = (includeThinking: boolean) => (includeThinking ? '' : `AND ${VISIBLE_WITHOUT_THINKING}`);
+
 export async function listEvents(
   db: Queryable,
   sessionId: string,
-  options: { order: 'asc' | 'desc'; limit: number; after?: EventPosition },
+  options: { order: 'asc' | 'desc'; limit: number; after?: EventPosition; includeThinking: boolean },
 ): Promise<ListedEvent[]> {
   const params: unknown[] = [sessionId, options.limit];
   const direction = options.order === 'asc' ? 'ASC' : 'DESC';
@@ -28,7 +35,7 @@ export async function listEvents(
   }
   const { rows } = await db.query<ListedEvent>(
     `SELECT ${EVENT_COLUMNS}, ${CURSOR_AT()} AS cursor_at FROM session_events
-      WHERE session_id = $1 ${keyset} ORDER BY created_at ${direction}, seq ${direction} LIMIT $2`,
+      WHERE session_id = $1 ${keyset} ${visibility(options.includeThinking)} ORDER BY created_at ${direction}, seq ${direction} LIMIT $2`,
     params,
   );
   return rows;
@@ -50,10 +57,11 @@ export async function lastEventSeq(db: Queryable, sessionId: string): Promise<st
 }
 
 /** Events after a sequence number, in order (the stream's catch-up read). */
-export async function eventsAfterSeq(db: Queryable, sessionId: string, seq: string, limit = 500): Promise<EventRow[]> {
+export async function eventsAfterSeq(db: Queryable, sessionId: string, seq: string, options: { includeThinking: boolean; limit?: number }): Promise<EventRow[]> {
+  const limit = options.limit ?? 500;
   const { rows } = await db.query<EventRow>({
-    name: 'events_after_seq',
-    text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`,
+    name: options.includeThinking ? 'events_after_seq' : 'events_after_seq_visible',
+    text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2::bigint ${visibility(options.includeThinking)} ORDER BY seq LIMIT $3`,
     values: [sessionId, seq, limit],
   });
   return rows;

@@ -73,7 +73,7 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
           again = false;
           let accessChecked = false;
           for (;;) {
-            const rows = await eventsAfterSeq(deps.db, session.id, lastSeq);
+            const rows = await eventsAfterSeq(deps.db, session.id, lastSeq, { includeThinking: query.include_thinking });
             // Access is checked again before new events go out: a session whose agent moved to
             // another project since the stream opened is no longer this caller's to read.
             if (rows.length > 0 && !accessChecked) {

@@ -74,7 +74,7 @@ export function eventsRouter(deps: Deps): Router<AppState, AppContext> {
       after = await findEventPosition(deps.db, session.id, query.after_id);
       if (!after) throw badRequest(`after_id: '${query.after_id}' is not an event of this session`, 'after_id');
     }
-    const rows = await listEvents(deps.db, session.id, { order: query.order, limit: query.limit + 1, after });
+    const rows = await listEvents(deps.db, session.id, { order: query.order, limit: query.limit + 1, after, includeThinking: query.include_thinking });
     const page = rows.slice(0, query.limit);
     const last = page[page.length - 1];
     ctx.body = {

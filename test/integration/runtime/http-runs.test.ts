@@ -133,3 +133,15 @@ test('reasoning becomes a leading thought block with thinking_ms, shown only wit
   expect(thinking.content.map((b: { type: string }) => b.type)).toEqual(['thought', 'text']);
   expect(thinking.content[0]).toMatchObject({ text: expect.stringContaining('ponder'), extra_content: { gateway: { thinking_ms: expect.any(Number) } } });
 });
+
+test('a turn that only thought before calling a tool: its agent.message is listed (and streamed) only with include_thinking=true', async () => {
+  const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] [[tool:lookup {"q":"x"}]]' }] }]);
+  await waitForClosing(sessionId);
+  const types = async (query: string) => (await call('GET', `/v1/sessions/${sessionId}/events${query}`)).body.data.map((e: { type: string }) => e.type);
+  expect(await types('')).toEqual(['user.message', 'session.status_running', 'agent.tool_use', 'session.turn_usage', 'session.status_idle']);
+  expect(await types('?include_thinking=true')).toEqual(['user.message', 'session.status_running', 'agent.message', 'agent.tool_use', 'session.turn_usage', 'session.status_idle']);
+  // Pages count only what they show: a two-event page still holds two events.
+  const page = (await call('GET', `/v1/sessions/${sessionId}/events?limit=2&after_id=${(await call('GET', `/v1/sessions/${sessionId}/events`)).body.data[1].id}`)).body;
+  expect(page.data.map((e: { type: string }) => e.type)).toEqual(['agent.tool_use', 'session.turn_usage']);
+});
