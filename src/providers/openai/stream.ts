@@ -67,7 +67,7 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
         throw new UpstreamHttpError('openai reported an error mid-stream', {
           provider,
           model,
-          status: 500,
+          status: openaiStreamErrorStatus(chunk.error),
           body: JSON.stringify({ error: chunk.error }),
           contentType: 'application/json',
         });
@@ -134,4 +134,18 @@ export function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * An error chunk mid-stream carries no HTTP status: it is read from the error's type or code
+ * (OpenAI's names), so a rate limit stays a rate limit (retried with back-off in agent runs).
+ */
+function openaiStreamErrorStatus(error: { type?: string | null; code?: unknown }): number {
+  const names = `${error.type ?? ''} ${typeof error.code === 'string' ? error.code : ''}`;
+  if (/rate_limit|insufficient_quota/.test(names)) return 429;
+  if (/invalid_api_key|authentication/.test(names)) return 401;
+  if (/permission/.test(names)) return 403;
+  if (/invalid_request|context_length/.test(names)) return 400;
+  if (/overloaded|unavailable/.test(names)) return 503;
+  return 500;
 }

@@ -239,6 +239,12 @@ describe('upstream failures', () => {
     expect(Number(row.output_tokens)).toBeGreaterThan(0);
   });
 
+  test.each(['openai/gpt-4o', 'anthropic/claude-haiku-4-5', 'google/gemini-2.0-flash'])('%s: a rate limit reported mid-stream stays a rate limit (429 in the error chunk)', async (model) => {
+    const response = await post({ model, stream: true, messages: [{ role: 'user', content: '[[tokens:20]] [[stream-error:429]]' }] });
+    const events = (await response.text()).trim().split('\n\n').map((event) => event.replace(/^data: /, ''));
+    expect(JSON.parse(events.at(-1)!).error).toMatchObject({ code: 429 });
+  });
+
   test('the openai client raises a mid-stream cut as an error', async () => {
     const stream = await client.chat.completions.create({ model: 'google/gemini-2.0-flash', stream: true, messages: [{ role: 'user', content: '[[tokens:30]] [[cut:5]]' }] });
     const consume = async () => {
