@@ -16,7 +16,7 @@ import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry }
 import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
-import { buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
+import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 import { heartbeating } from './heartbeat';
 
 /** Output tokens reserved when deciding whether a prompt fits the context window. */
@@ -95,6 +95,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
       const conversation = buildConversation(context);
       if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
+      assertRunHoldsSession(context, input.runId);
 
       const request = runRequest(context, model, conversation);
       if (estimateRequestTokens(request) + outputReserve(model, context.agent.max_tokens) > model.context_window) {

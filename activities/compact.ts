@@ -7,7 +7,7 @@ import type { ModelRecord } from '../src/providers/catalog';
 import { addUsage, zeroUsage, type RunUsage } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
-import { loadRunContext } from './run-context';
+import { assertRunHoldsSession, loadRunContext } from './run-context';
 import { runRequest, toRunFailure } from './call-model';
 import { heartbeating } from './heartbeat';
 
@@ -24,6 +24,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
     async compactContext(input: { sessionId: string; runId: string; turn: number }): Promise<{ fits: boolean; contextTokens: number; usage: RunUsage }> {
       const context = await loadRunContext(deps.db, input.sessionId);
       const model = findModel(context.agent.model)!;
+      assertRunHoldsSession(context, input.runId);
       const keyPrefix = `${input.runId}:compaction:${input.turn}:`;
       const lastUser = context.events.map((e) => e.type).lastIndexOf('user.message');
       if (lastUser <= 0) {

@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Queryable } from '../src/store/db';
 import { EVENT_COLUMNS, type EventRow } from '../src/store/events';
 import type { RunToolEntry as ToolEntry } from '../src/domain/run-tools';
@@ -25,7 +26,7 @@ export interface Citation {
 }
 
 export interface RunContext {
-  session: { id: string; project_id: string; reasoning_effort: string | null; client_id: string | null };
+  session: { id: string; project_id: string; reasoning_effort: string | null; client_id: string | null; active_run_id: string | null };
   agent: AgentRow;
   summary?: string;
   events: EventRow[];
@@ -43,7 +44,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
       run_citations: Citation[][];
     }>({
       name: 'run_context',
-      text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id) AS session,
+      text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id, 'active_run_id', s.active_run_id) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
               (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'summary', e.content->0->'text')
@@ -67,6 +68,17 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
   ).rows;
   const summary = compaction ? (typeof compaction.summary === 'string' ? compaction.summary : '') : undefined;
   return { session, agent, events, summary, runCitations };
+}
+
+/**
+ * The event log is what a run did. A run it has already ended (its closing event is there:
+ * an operator reset the workflow to a point before that end) is not worked on again: no model
+ * call, no new events after its end. The workflow then closes it, which finds nothing to close.
+ */
+export function assertRunHoldsSession(context: RunContext, runId: string): void {
+  if (context.session.active_run_id !== runId) {
+    throw ApplicationFailure.create({ type: 'run_interrupted', message: 'the run has already ended in the session log', nonRetryable: true });
+  }
 }
 
 const textOf = (block: Record<string, unknown>): string | undefined => {

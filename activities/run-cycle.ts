@@ -157,7 +157,10 @@ export function createRunCycleActivities(deps: Deps) {
       /** Returns the session row as the close left it (still locked), or nothing if there was nothing to close. */
       const close = async (client: PoolClient): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> => {
         const session = await lockSessionWithAgent(client, input.sessionId);
-        if (!session) return undefined;
+        // Nothing to close when the run no longer holds the session: a retry after this close
+        // committed, or a workflow an operator reset to before the run's end (the log keeps
+        // the end it already has).
+        if (!session || session.active_run_id !== input.runId) return undefined;
         const key = `${input.cycleKey}:end`;
         const usage = { ...input.usage };
         // A run's end consumes its interrupts. One the api accepted while this run held the

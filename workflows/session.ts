@@ -63,6 +63,10 @@ const CLAIM_ON_CLOSE_PATCH = 'claim-on-close';
 // Histories recorded before an interrupt that arrived ahead of its run (or during a resume's
 // claim) was kept: such an interrupt used to be dropped.
 const EARLY_INTERRUPT_PATCH = 'early-interrupt';
+// Histories recorded before a pause gave way to a run the log starts while it waits (the log
+// ended the paused run: an operator reset the workflow to inside the pause). Such a claim used
+// to be dropped, leaving that run claimed and never executed.
+const PAUSE_SUPERSEDED_PATCH = 'pause-superseded';
 const bookkeepingActivities = {
   startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
     (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
@@ -240,6 +244,11 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       setStatus('idle');
       // Paused: wait for every pending result, an interrupt, or give up.
       const resumed = await waitForToolResults(cycle);
+      if (resumed.kind === 'superseded') {
+        // The paused run's end is already in the log; the claimed run goes next.
+        next = resumed.cycle;
+        break;
+      }
       if (resumed.kind !== 'resume') {
         // The pause's usage was billed when it closed; this closing event carries none.
         const outcome = resumed.kind === 'interrupted' ? { stopReason: 'user_cancelled' as const } : { errorCode: resumed.kind === 'cancelled' ? ('run_interrupted' as const) : ('run_abandoned' as const) };
@@ -253,7 +262,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     return next;
   }
 
-  async function waitForToolResults(paused: ActiveCycle): Promise<{ kind: 'resume'; cycle: ActiveCycle } | { kind: 'interrupted' } | { kind: 'abandoned' } | { kind: 'cancelled' }> {
+  async function waitForToolResults(
+    paused: ActiveCycle,
+  ): Promise<{ kind: 'resume'; cycle: ActiveCycle } | { kind: 'superseded'; cycle: ActiveCycle } | { kind: 'interrupted' } | { kind: 'abandoned' } | { kind: 'cancelled' }> {
     let abandoned = false;
     const timerScope = startTimer(paused.limits.abandonAfterMs, () => {
       abandoned = true;
@@ -271,6 +282,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
         signalled = false;
         const cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
         if (cycle.kind === 'resume' && cycle.runId === paused.runId) return { kind: 'resume', cycle };
+        // A claimed start while paused means the log no longer holds this pause (no message is
+        // accepted while a run is paused): run what the log holds.
+        if (cycle.kind === 'start' && patched(PAUSE_SUPERSEDED_PATCH)) return { kind: 'superseded', cycle };
       }
     } finally {
       timerScope.cancel();

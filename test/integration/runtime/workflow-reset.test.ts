@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import type { temporal } from '@temporalio/proto';
+import { startApi, type TestApi } from '../../support/harness';
+import { startTestSimulator, type Simulator } from '../../support/simulator';
+import { createTenant, type Tenant } from '../../support/factories';
+import { createAgentAndSession, listEvents, sendEvents, startTestWorker, text, waitForEvent } from '../../support/runtime';
+import { sessionWorkflowId } from '../../../src/temporal/names';
+
+/**
+ * README "Operating runs": an operator resets a session's workflow with `temporal workflow
+ * reset` to a point inside a run the log has already ended. The log is what happened: the
+ * reset adds nothing to it, and the session keeps working.
+ */
+let api: TestApi;
+let simulator: Simulator;
+let worker: Awaited<ReturnType<typeof startTestWorker>>;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  simulator = await startTestSimulator();
+  api = await startApi({ SIMULATOR_URL: simulator.url });
+  worker = await startTestWorker(api.deps);
+  tenant = await createTenant(api.deps.db, { credits: 100n });
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await simulator?.close();
+});
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+async function history(sessionId: string): Promise<HistoryEvent[]> {
+  const client = await api.deps.temporal.get();
+  return (await client.workflow.getHandle(sessionWorkflowId(sessionId)).fetchHistory()).events ?? [];
+}
+
+/** The local activity a marker records (its type), or undefined for other events. */
+function localActivityType(event: HistoryEvent): string | undefined {
+  const marker = event.markerRecordedEventAttributes;
+  if (marker?.markerName !== 'core_local_activity') return undefined;
+  return JSON.parse(Buffer.from(marker.details!['data']!.payloads![0]!.data as Uint8Array).toString()).activity_type;
+}
+
+/** `temporal workflow reset --event-id N`: a new execution re-runs the workflow from that workflow task. */
+async function resetTo(sessionId: string, workflowTaskFinishEventId: number): Promise<void> {
+  const client = await api.deps.temporal.get();
+  await client.workflowService.resetWorkflowExecution({
+    namespace: api.deps.config.TEMPORAL_NAMESPACE,
+    workflowExecution: { workflowId: sessionWorkflowId(sessionId) },
+    reason: 'test: operator reset',
+    workflowTaskFinishEventId: workflowTaskFinishEventId as never,
+    requestId: randomUUID(),
+  });
+}
+
+const logShape = async (sessionId: string) => (await listEvents(api.deps, sessionId)).map((e) => `${e.type}${e.stop_reason ? `:${e.stop_reason}` : ''}${e.error_code ? `:${e.error_code}` : ''}`);
+
+test('reset to inside a client-tool pause of a run that has since ended: nothing is added, and the next message runs', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+  });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:lookup {"q":"x"}]]') }]);
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const callId = events.find((e) => e.type === 'agent.tool_use')!.content[0].id;
+  await sendEvents(api.deps, session, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: callId, content: 'found' }] }]);
+  await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  const before = await logShape(session.sessionId);
+  expect(before.at(-1)).toBe('session.status_idle:end_turn');
+
+  // The workflow task that closed the pause (its first finishRunCycle).
+  const pauseClose = (await history(session.sessionId)).find((e) => localActivityType(e) === 'finishRunCycle')!;
+  await resetTo(session.sessionId, Number(pauseClose.markerRecordedEventAttributes!.workflowTaskCompletedEventId));
+  await new Promise((r) => setTimeout(r, 1000));
+  expect(await logShape(session.sessionId)).toEqual(before);
+
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('after the reset') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 3);
+  expect(event.stop_reason).toBe('end_turn');
+  expect(await logShape(session.sessionId)).toEqual([...before, 'user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle:end_turn']);
+});
+
+test('reset to before a later turn of a run that failed: that turn is not run again, nothing follows its session.error, the next message runs', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  // Turn 1 calls the echo tool; turn 2 (which brings its result) fails.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"first"}]] [[then-error:400]]') }]);
+  await waitForEvent(api.deps, session.sessionId, 'closing');
+  const before = await logShape(session.sessionId);
+  expect(before.at(-1)).toBe('session.error:upstream_error');
+  const requests = simulator.requests.length;
+
+  // The workflow task that scheduled the failed second turn.
+  const turns = (await history(session.sessionId)).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callModel');
+  expect(turns).toHaveLength(2);
+  await resetTo(session.sessionId, Number(turns[1]!.activityTaskScheduledEventAttributes!.workflowTaskCompletedEventId));
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(await logShape(session.sessionId)).toEqual(before);
+  expect(simulator.requests.length).toBe(requests); // the ended run's turn was not sent to the model again
+
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('after the reset') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event.stop_reason).toBe('end_turn');
+});
