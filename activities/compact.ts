@@ -26,7 +26,8 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       const model = findModel(context.agent.model)!;
       assertRunHoldsSession(context, input.runId);
       const keyPrefix = `${input.runId}:compaction:${input.turn}:`;
-      const lastUser = context.events.map((e) => e.type).lastIndexOf('user.message');
+      // The newest message a run has claimed (one queued behind this run is not its to summarize).
+      const lastUser = context.events.map((e) => (e.type === 'user.message' && e.run_id ? 'claimed' : '')).lastIndexOf('claimed');
       if (lastUser <= 0) {
         // A retry of an attempt whose summary was already appended: report that compaction.
         const done = await recordedCompaction(deps, input.sessionId, keyPrefix);

@@ -98,6 +98,30 @@ export interface Conversation {
   loadedTools: Set<string>;
 }
 
+/**
+ * The log's events in the order the conversation took place. A user.message joins the
+ * conversation when a run claims it: one sent while another run was in flight sits in the log
+ * among that run's events, but belongs before the start of the run that answers it. One no run
+ * has claimed yet (queued behind the run in flight) is not part of the conversation so far.
+ */
+function inConversationOrder(events: EventRow[]): EventRow[] {
+  const runStart = new Map<string, number>();
+  events.forEach((event, index) => {
+    if (event.type === 'session.status_running' && event.run_id && !runStart.has(event.run_id)) runStart.set(event.run_id, index);
+  });
+  const ordered: EventRow[] = [];
+  const waiting = new Map<string, EventRow[]>();
+  events.forEach((event, index) => {
+    if (event.type === 'session.status_running' && event.run_id && runStart.get(event.run_id) === index) ordered.push(...(waiting.get(event.run_id) ?? []));
+    if (event.type !== 'user.message') return void ordered.push(event);
+    if (!event.run_id) return; // queued: no run has claimed it yet
+    const start = runStart.get(event.run_id);
+    if (start !== undefined && start > index) waiting.set(event.run_id, [...(waiting.get(event.run_id) ?? []), event]);
+    else ordered.push(event);
+  });
+  return ordered;
+}
+
 /** Turns the event log into provider-neutral messages (consecutive turns of one role merged). */
 export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' | 'events'>): Conversation {
   const system: TextPart[] = context.agent.system_prompt ? [{ type: 'text', text: context.agent.system_prompt }] : [];
@@ -115,7 +139,7 @@ export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' 
 
   if (context.summary) push('user', [{ type: 'text', text: `Summary of the earlier conversation:\n${context.summary}` }]);
 
-  for (const event of context.events) {
+  for (const event of inConversationOrder(context.events)) {
     const blocks = event.content as Array<Record<string, unknown>>;
     switch (event.type) {
       case 'user.message':

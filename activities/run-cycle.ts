@@ -112,15 +112,18 @@ export function createRunCycleActivities(deps: Deps) {
     }
 
     // An interrupt of the run being claimed is not consumed here: its run's close does that,
-    // so one whose signal was lost stays visible to the reconciler until the run ends.
+    // so one whose signal was lost stays visible to the reconciler until the run ends. A
+    // resumption takes the tool results, not a user.message that arrived while the run was in
+    // flight: that message starts its own run once this one ends.
     await client.query({
-      name: 'claim_write',
+      name: 'claim_write_v2',
       text: `WITH consumed AS (
          UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
           WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)
-            AND NOT (type = 'user.interrupt' AND run_id IS NOT DISTINCT FROM $2))
+            AND NOT (type = 'user.interrupt' AND run_id IS NOT DISTINCT FROM $2)
+            AND NOT (type = 'user.message' AND $4::boolean))
        UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`,
-      values: [session.id, runId, RUN_STARTING_TYPES],
+      values: [session.id, runId, RUN_STARTING_TYPES, kind === 'resume'],
     });
     await appendEvents(client, session.id, [
       { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },

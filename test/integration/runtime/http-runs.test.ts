@@ -84,6 +84,26 @@ test('an interrupt sent while the run holds the session ends it user_cancelled, 
   expect(events.find((e) => e.type === 'user.interrupt')!.processed_at).not.toBeNull();
 });
 
+test('a message sent while a run is in flight gets its own run, also when that run pauses and resumes first', async () => {
+  const sessionId = await newSession([{ name: 'ct', description: 'client tool', input_schema: { type: 'object', properties: { x: { type: 'number' } } } }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'first [[delay:800]] [[tool:ct {"x":1}]]' }] }]);
+  await new Promise((r) => setTimeout(r, 200));
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'queued question [[tokens:7]]' }] }])).status).toBe(200);
+  const paused = await waitForClosing(sessionId);
+  const callId = paused.find((e) => e.type === 'agent.tool_use')!.content[0].id;
+  expect((await send(sessionId, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: callId, content: 'ok' }] }])).status).toBe(200);
+  const events = await waitForClosing(sessionId, 3);
+  const closings = events.filter((e) => e.type === 'session.status_idle').map((e) => e.stop_reason);
+  expect(closings).toEqual(['client_tool_use', 'end_turn', 'end_turn']);
+  const replies = events.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text);
+  expect(replies).toEqual(['Tool results: ok', 'lorem ipsum dolor sit amet consectetur adipiscing']);
+  // The queued message's run saw the conversation in the order it took place: it comes last.
+  const third = simulator.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+  expect(third.messages.at(-1)!.role).toBe('user');
+  expect(JSON.stringify(third.messages.at(-1)!.content)).toContain('queued question');
+  expect(JSON.stringify(third.messages.slice(0, -1))).not.toContain('queued question');
+});
+
 test('pause rules end to end: message while paused is 400, interrupt ends the pause, the next message cancels the outstanding call, its late result is 409', async () => {
   const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object' } }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:lookup {"q":1}]]' }] }]);

@@ -41,7 +41,8 @@ test('strict input validation names the offending field', () => {
 });
 
 test('the event log becomes alternating messages; unanswered calls get a synthetic result', () => {
-  const event = (type: string, content: unknown[], seq: number) => ({ id: `e${seq}`, session_id: 's', seq: String(seq), type, content, attributes: {}, usage: null, error_code: null, run_id: null, processed_at: null, created_at: new Date(seq) });
+  // Messages a run has claimed (the runtime's context never holds queued ones: see the next test).
+  const event = (type: string, content: unknown[], seq: number) => ({ id: `e${seq}`, session_id: 's', seq: String(seq), type, content, attributes: {}, usage: null, error_code: null, run_id: 'r1', processed_at: new Date(seq), created_at: new Date(seq) });
   const conversation = buildConversation({
     agent: { id: 'a', model: 'm', system_prompt: 'be brief', temperature: null, max_tokens: null, reasoning_effort: null, tools: [], settings: null },
     summary: 'earlier stuff',
@@ -58,4 +59,23 @@ test('the event log becomes alternating messages; unanswered calls get a synthet
   expect(conversation.messages[0]!.content).toHaveLength(2); // summary + hi
   expect(conversation.messages[1]!.content.map((p) => p.type)).toEqual(['text', 'tool-call']);
   expect(conversation.messages[2]!.content[0]).toMatchObject({ type: 'tool-result', tool_use_id: 'c1', is_error: true });
+});
+
+test('a message joins the conversation where the run that claimed it starts; one no run has claimed is left out', () => {
+  const event = (type: string, seq: number, runId: string | null, content: unknown[] = []) => ({ id: `e${seq}`, session_id: 's', seq: String(seq), type, content, attributes: {}, usage: null, error_code: null, run_id: runId, processed_at: runId ? new Date(seq) : null, created_at: new Date(seq) });
+  const text = (value: string) => [{ type: 'text', text: value }];
+  const agent = { id: 'a', model: 'm', system_prompt: null, temperature: null, max_tokens: null, reasoning_effort: null, tools: [], settings: null };
+  const log = [
+    event('user.message', 1, 'r1', text('first')),
+    event('session.status_running', 2, 'r1'),
+    event('user.message', 3, 'r2', text('sent during r1')),
+    event('agent.message', 4, 'r1', text('answer one')),
+    event('session.status_idle', 5, 'r1'),
+    event('session.status_running', 6, 'r2'),
+  ];
+  const texts = (events: typeof log) => buildConversation({ agent, events }).messages.map((m) => `${m.role}: ${m.content.map((p) => (p as { text: string }).text).join(' ')}`);
+  expect(texts(log)).toEqual(['user: first', 'assistant: answer one', 'user: sent during r1']);
+  // While r1 runs, the message queued behind it (not yet claimed) is not part of r1's conversation.
+  const duringR1 = [log[0]!, log[1]!, { ...log[2]!, run_id: null, processed_at: null }];
+  expect(texts(duringR1)).toEqual(['user: first']);
 });
