@@ -95,7 +95,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
       const conversation = buildConversation(context);
       if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
-      assertRunHoldsSession(context, input.runId);
+      assertRunHoldsSession(context.session, input.runId);
 
       const request = runRequest(context, model, conversation);
       if (estimateRequestTokens(request) + outputReserve(model, context.agent.max_tokens) > model.context_window) {
@@ -126,7 +126,9 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         turn.toolCalls.length > 0 ? 'tool_use' : turn.finish === 'length' ? 'max_tokens' : turn.finish === 'context-window' ? 'model_context_window_exceeded' : 'end_turn';
 
       await withTransaction(deps.db, async (client) => {
-        await lockSession(client, input.sessionId);
+        // Checked again under the lock: the run may have been closed while the model answered
+        // (its workflow was terminated, and the session's next execution closed it).
+        assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
         const events = [];
         const blocks: unknown[] = [];
         if (turn.reasoning) blocks.push({ type: 'thought', text: turn.reasoning, extra_content: { gateway: { thinking_ms: turn.thinkingMs ?? 0 } } });

@@ -24,7 +24,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
     async compactContext(input: { sessionId: string; runId: string; turn: number }): Promise<{ fits: boolean; contextTokens: number; usage: RunUsage }> {
       const context = await loadRunContext(deps.db, input.sessionId);
       const model = findModel(context.agent.model)!;
-      assertRunHoldsSession(context, input.runId);
+      assertRunHoldsSession(context.session, input.runId);
       const keyPrefix = `${input.runId}:compaction:${input.turn}:`;
       // The newest message a run has claimed (one queued behind this run is not its to summarize).
       const lastUser = context.events.map((e) => (e.type === 'user.message' && e.run_id ? 'claimed' : '')).lastIndexOf('claimed');

@@ -75,8 +75,8 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
  * an operator reset the workflow to a point before that end) is not worked on again: no model
  * call, no new events after its end. The workflow then closes it, which finds nothing to close.
  */
-export function assertRunHoldsSession(context: RunContext, runId: string): void {
-  if (context.session.active_run_id !== runId) {
+export function assertRunHoldsSession(session: { active_run_id: string | null } | undefined, runId: string): void {
+  if (session?.active_run_id !== runId) {
     throw ApplicationFailure.create({ type: 'run_interrupted', message: 'the run has already ended in the session log', nonRetryable: true });
   }
 }

@@ -3,7 +3,7 @@ import { isDevelopment } from '../src/config';
 import type { Deps } from '../src/deps';
 import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
 import { jsonSchemaError } from '../src/domain/json-schema';
-import { CLIENT_SAFE_MESSAGES, traceparentFor, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
+import { CLIENT_SAFE_MESSAGES, traceparentFor, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
@@ -45,6 +45,18 @@ function toolsetProblem(tools: ToolEntry[], development: boolean): RunErrorCode 
   return unservedTools(tools, development).length > 0 ? 'toolset_incomplete' : undefined;
 }
 
+interface CloseInput {
+  sessionId: string;
+  runId: string;
+  cycleKey: string;
+  usage: RunUsage;
+  contextTokens: number;
+  stopReason?: StopReason;
+  errorCode?: RunErrorCode;
+  toolCalls?: Array<{ id: string; name: string }>;
+  endRun: boolean;
+}
+
 const RUN_STARTING_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'];
 
 export function createRunCycleActivities(deps: Deps) {
@@ -61,7 +73,7 @@ export function createRunCycleActivities(deps: Deps) {
    */
   async function claimCycle(
     client: PoolClient,
-    input: { sessionId: string; cycleKey: string },
+    input: { sessionId: string; cycleKey: string; freshExecution?: boolean },
     locked?: LockedSession & { agent: SessionAgent | null },
   ): Promise<RunCycle> {
     const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
@@ -108,7 +120,11 @@ export function createRunCycleActivities(deps: Deps) {
       if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
       if (!started) kind = 'start';
       else if (types.has('user.tool_result')) kind = 'resume';
-      else return { kind: 'none' };
+      else if (input.freshExecution) {
+        // Started, not paused, nothing to resume it with, and no execution holds it.
+        const closed = await closeCycle(client, { sessionId: session.id, runId, cycleKey: `${input.cycleKey}:orphan`, usage: zeroUsage(), contextTokens: 0, errorCode: 'run_interrupted', endRun: true });
+        return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey }, closed);
+      } else return { kind: 'none' };
     }
 
     // An interrupt of the run being claimed is not consumed here: its run's close does that,
@@ -131,139 +147,139 @@ export function createRunCycleActivities(deps: Deps) {
     return claim(kind, runId);
   }
 
+  /**
+   * Closes a cycle: appends `session.status_idle` (with stop_reason, context_tokens and, for
+   * a pause, tool_use_ids and tool_traceparents) or `session.error`, with the cycle's usage;
+   * debits the credits, adds to the session's cumulative usage and writes the usage row.
+   * Returns the session row as the close left it (still locked), or nothing if there was nothing to close.
+   */
+  async function closeCycle(client: PoolClient, input: CloseInput): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> {
+    const session = await lockSessionWithAgent(client, input.sessionId);
+    // Nothing to close when the run no longer holds the session: a retry after this close
+    // committed, or a workflow an operator reset to before the run's end (the log keeps
+    // the end it already has).
+    if (!session || session.active_run_id !== input.runId) return undefined;
+    const key = `${input.cycleKey}:end`;
+    const usage = { ...input.usage };
+    // A run's end consumes its interrupts. One the api accepted while this run held the
+    // session (under the same row lock) was meant for this run, even if the workflow has not
+    // seen its signal yet or the model answered before the cancellation reached the call:
+    // the run ends user_cancelled, as the caller was told it would.
+    let stopReason = input.stopReason;
+    if (input.endRun) {
+      const { rowCount } = await client.query(
+        `UPDATE session_events SET processed_at = clock_timestamp()
+          WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.interrupt' AND run_id = $2`,
+        [session.id, input.runId],
+      );
+      if (rowCount && !input.errorCode) stopReason = 'user_cancelled';
+    }
+    // The closing event is appended first: if an earlier attempt already appended it, that
+    // attempt also did everything below in the same transaction, so there is nothing left to do.
+    let closing: NewEvent;
+    if (input.errorCode) {
+      closing = {
+        type: 'session.error',
+        content: [{ type: 'error', message: CLIENT_SAFE_MESSAGES[input.errorCode], code: input.errorCode }],
+        usage,
+        error_code: input.errorCode,
+        run_id: input.runId,
+        idempotency_key: key,
+        processed: true,
+      };
+    } else {
+      const toolUseIds = input.toolCalls?.map((call) => call.id);
+      const traceId = createHash('sha256').update(input.runId).digest('hex').slice(0, 32);
+      closing = {
+        type: 'session.status_idle',
+        attributes: {
+          stop_reason: stopReason ?? 'end_turn',
+          context_tokens: input.contextTokens,
+          ...(toolUseIds
+            ? {
+                tool_use_ids: toolUseIds,
+                tool_traceparents: Object.fromEntries(
+                  toolUseIds.map((id) => [id, traceparentFor(traceId, createHash('sha256').update(id).digest('hex').slice(0, 16))]),
+                ),
+              }
+            : {}),
+        },
+        usage,
+        run_id: input.runId,
+        idempotency_key: key,
+        processed: true,
+      };
+    }
+    if (!(await appendEvent(client, session.id, closing)).inserted) return undefined;
+
+    const { rows: updated } = await client.query<LockedSession>(
+      `UPDATE sessions SET
+         input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
+         cache_read_input_tokens = cache_read_input_tokens + $4, cache_creation_input_tokens = cache_creation_input_tokens + $5,
+         credits_nano = credits_nano + $6,
+         pending_tool_use_ids = COALESCE($7::jsonb, pending_tool_use_ids),
+         active_run_id = CASE WHEN $8 THEN NULL ELSE active_run_id END,
+         status = $9, updated_at = now()
+       WHERE id = $1
+       RETURNING ${LOCKED_SESSION_RETURNING}`,
+      [
+        session.id,
+        usage.input_tokens,
+        usage.output_tokens,
+        usage.cache_read_input_tokens,
+        usage.cache_creation_input_tokens,
+        usage.credits_nano,
+        // A pause records the calls it waits for; a run that ends while paused (interrupt,
+        // abandonment) leaves them outstanding, so the next message cancels them.
+        input.toolCalls ? JSON.stringify(input.toolCalls.map((call) => call.id)) : null,
+        input.endRun,
+        input.errorCode ? 'error' : 'idle',
+      ],
+    );
+    if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
+      await insertUsage(client, {
+        projectId: session.project_id,
+        model: session.agent?.model ?? 'unknown',
+        operation: 'agent_run',
+        clientId: session.client_id,
+        authMethod: 'internal_service',
+        actorType: 'service',
+        application: 'svc-agents',
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        reasoning_tokens: 0,
+        credits_nano: usage.credits_nano,
+        requestId: input.runId,
+      });
+      await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
+    }
+    return { ...updated[0]!, agent: session.agent };
+  }
+
   return {
-    /** Claims the work the log holds: a new run, the resumption of a paused one, or nothing. */
-    async startRunCycle(input: { sessionId: string; cycleKey: string }): Promise<RunCycle> {
+    /**
+     * Claims the work the log holds: a new run, the resumption of a paused one, or nothing.
+     * `freshExecution`: the first claim of a workflow execution that did not continue from
+     * another (the previous one was terminated, or has failed): a run the log shows in flight
+     * is held by no execution any more, so it is closed as run_interrupted first.
+     */
+    async startRunCycle(input: { sessionId: string; cycleKey: string; freshExecution?: boolean }): Promise<RunCycle> {
       return withTransaction(deps.db, (client) => claimCycle(client, input));
     },
 
     /**
-     * Closes a cycle: appends `session.status_idle` (with stop_reason, context_tokens and, for
-     * a pause, tool_use_ids and tool_traceparents) or `session.error`, with the cycle's usage;
-     * debits the credits, adds to the session's cumulative usage and writes the usage row,
-     * all in one transaction. With `claimCycleKey` the same transaction then claims the next
-     * cycle (as startRunCycle would); a retry finds both done and returns the same claim.
+     * Closes a cycle (closeCycle), all in one transaction. With `claimCycleKey` the same
+     * transaction then claims the next cycle (as startRunCycle would); a retry finds both done
+     * and returns the same claim.
      */
-    async finishRunCycle(input: {
-      sessionId: string;
-      runId: string;
-      cycleKey: string;
-      usage: RunUsage;
-      contextTokens: number;
-      stopReason?: StopReason;
-      errorCode?: RunErrorCode;
-      toolCalls?: Array<{ id: string; name: string }>;
-      endRun: boolean;
+    async finishRunCycle(input: CloseInput & {
       /** Given when a run ends: also claim what the log holds next (saves the workflow a step). */
       claimCycleKey?: string;
     }): Promise<RunCycle | undefined> {
-      /** Returns the session row as the close left it (still locked), or nothing if there was nothing to close. */
-      const close = async (client: PoolClient): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> => {
-        const session = await lockSessionWithAgent(client, input.sessionId);
-        // Nothing to close when the run no longer holds the session: a retry after this close
-        // committed, or a workflow an operator reset to before the run's end (the log keeps
-        // the end it already has).
-        if (!session || session.active_run_id !== input.runId) return undefined;
-        const key = `${input.cycleKey}:end`;
-        const usage = { ...input.usage };
-        // A run's end consumes its interrupts. One the api accepted while this run held the
-        // session (under the same row lock) was meant for this run, even if the workflow has not
-        // seen its signal yet or the model answered before the cancellation reached the call:
-        // the run ends user_cancelled, as the caller was told it would.
-        let stopReason = input.stopReason;
-        if (input.endRun) {
-          const { rowCount } = await client.query(
-            `UPDATE session_events SET processed_at = clock_timestamp()
-              WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.interrupt' AND run_id = $2`,
-            [session.id, input.runId],
-          );
-          if (rowCount && !input.errorCode) stopReason = 'user_cancelled';
-        }
-        // The closing event is appended first: if an earlier attempt already appended it, that
-        // attempt also did everything below in the same transaction, so there is nothing left to do.
-        let closing: NewEvent;
-        if (input.errorCode) {
-          closing = {
-            type: 'session.error',
-            content: [{ type: 'error', message: CLIENT_SAFE_MESSAGES[input.errorCode], code: input.errorCode }],
-            usage,
-            error_code: input.errorCode,
-            run_id: input.runId,
-            idempotency_key: key,
-            processed: true,
-          };
-        } else {
-          const toolUseIds = input.toolCalls?.map((call) => call.id);
-          const traceId = createHash('sha256').update(input.runId).digest('hex').slice(0, 32);
-          closing = {
-            type: 'session.status_idle',
-            attributes: {
-              stop_reason: stopReason ?? 'end_turn',
-              context_tokens: input.contextTokens,
-              ...(toolUseIds
-                ? {
-                    tool_use_ids: toolUseIds,
-                    tool_traceparents: Object.fromEntries(
-                      toolUseIds.map((id) => [id, traceparentFor(traceId, createHash('sha256').update(id).digest('hex').slice(0, 16))]),
-                    ),
-                  }
-                : {}),
-            },
-            usage,
-            run_id: input.runId,
-            idempotency_key: key,
-            processed: true,
-          };
-        }
-        if (!(await appendEvent(client, session.id, closing)).inserted) return undefined;
-
-        const { rows: updated } = await client.query<LockedSession>(
-          `UPDATE sessions SET
-             input_tokens = input_tokens + $2, output_tokens = output_tokens + $3,
-             cache_read_input_tokens = cache_read_input_tokens + $4, cache_creation_input_tokens = cache_creation_input_tokens + $5,
-             credits_nano = credits_nano + $6,
-             pending_tool_use_ids = COALESCE($7::jsonb, pending_tool_use_ids),
-             active_run_id = CASE WHEN $8 THEN NULL ELSE active_run_id END,
-             status = $9, updated_at = now()
-           WHERE id = $1
-           RETURNING ${LOCKED_SESSION_RETURNING}`,
-          [
-            session.id,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_input_tokens,
-            usage.cache_creation_input_tokens,
-            usage.credits_nano,
-            // A pause records the calls it waits for; a run that ends while paused (interrupt,
-            // abandonment) leaves them outstanding, so the next message cancels them.
-            input.toolCalls ? JSON.stringify(input.toolCalls.map((call) => call.id)) : null,
-            input.endRun,
-            input.errorCode ? 'error' : 'idle',
-          ],
-        );
-        if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
-          await insertUsage(client, {
-            projectId: session.project_id,
-            model: session.agent?.model ?? 'unknown',
-            operation: 'agent_run',
-            clientId: session.client_id,
-            authMethod: 'internal_service',
-            actorType: 'service',
-            application: 'svc-agents',
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cache_read_input_tokens: usage.cache_read_input_tokens,
-            cache_creation_input_tokens: usage.cache_creation_input_tokens,
-            reasoning_tokens: 0,
-            credits_nano: usage.credits_nano,
-            requestId: input.runId,
-          });
-          await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
-        }
-        return { ...updated[0]!, agent: session.agent };
-      };
       return withTransaction(deps.db, async (client) => {
-        const closed = await close(client);
+        const closed = await closeCycle(client, input);
         return input.claimCycleKey ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey }, closed) : undefined;
       });
     },

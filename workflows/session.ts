@@ -291,12 +291,16 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     }
   }
 
+  // The first claim of an execution that did not continue from another: a run the log shows in
+  // flight was left by an execution that is gone (terminated), and is closed by that claim.
+  let freshExecution = !workflowInfo().continuedFromExecutionRunId;
   try {
     for (;;) {
       await condition(() => signalled || workflowInfo().continueAsNewSuggested);
       if (signalled) {
         signalled = false;
-        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), ...(freshExecution ? { freshExecution } : {}) });
+        freshExecution = false;
         while (cycle.kind === 'start') {
           const claimed = await executeRun(cycle);
           setStatus('idle');

@@ -8,8 +8,8 @@ import { sessionWorkflowId } from '../../../src/temporal/names';
 
 /**
  * README "Operating runs": an operator resets a session's workflow with `temporal workflow
- * reset` to a point inside a run the log has already ended. The log is what happened: the
- * reset adds nothing to it, and the session keeps working.
+ * reset` to a point inside a run the log has already ended, or terminates it mid-run. The log
+ * is what happened: a reset adds nothing to it, and the session keeps working.
  */
 let api: TestApi;
 let simulator: Simulator;
@@ -100,4 +100,27 @@ test('reset to before a later turn of a run that failed: that turn is not run ag
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('after the reset') }]);
   const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
   expect(event.stop_reason).toBe('end_turn');
+});
+
+test('a workflow terminated mid-run: the next message closes that run as run_interrupted and runs', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  // (The next run reads this message too, in the same user turn: a short delay keeps it quick.)
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:2000]] never finished') }]);
+  await waitForEvent(api.deps, session.sessionId, 'session.status_running');
+  const client = await api.deps.temporal.get();
+  await client.workflow.getHandle(sessionWorkflowId(session.sessionId)).terminate('operator: test');
+
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('hello again') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event.stop_reason).toBe('end_turn');
+  expect(await logShape(session.sessionId)).toEqual([
+    'user.message',
+    'session.status_running',
+    'user.message',
+    'session.error:run_interrupted',
+    'session.status_running',
+    'agent.message',
+    'session.turn_usage',
+    'session.status_idle:end_turn',
+  ]);
 });
