@@ -32,7 +32,9 @@ export async function requireProjectAccess(db: Queryable, principal: Principal, 
  * absent one (404), never a hint that it exists.
  */
 export async function requireResourceProject(db: Queryable, principal: Principal, projectId: string | undefined, what: string): Promise<void> {
-  if (!projectId || !(await canAccessProject(db, principal, projectId))) throw notFound(what);
+  // An absent resource costs the same project lookup as another project's would, so the
+  // answer's timing does not tell them apart either.
+  if (!(await canAccessProject(db, principal, projectId ?? ''))) throw notFound(what);
 }
 
 /** The project a request acts on: explicit, or the one an API key is pinned to. */

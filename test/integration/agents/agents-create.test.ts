@@ -286,6 +286,32 @@ describe('callers', () => {
     expect((await site.post('/v1/agents', agentBody('proj_doesnotexist'))).status).toBe(403);
   });
 
+  test("another account's agent and an absent one: the same 404 after the same database work", async () => {
+    const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId));
+    const other = await createTenant(api.deps.db);
+    const foreign = (await apiClient(api, other.key).post('/v1/agents', agentBody(other.projectId))).body.id;
+    const db = api.deps.db as unknown as { query: (...args: unknown[]) => unknown };
+    const original = db.query;
+    let queries = 0;
+    db.query = function (this: unknown, ...args: unknown[]) {
+      queries++;
+      return original.apply(this, args);
+    };
+    const measure = async (id: string) => {
+      queries = 0;
+      const reply = await site.get(`/v1/agents/${id}`);
+      return { status: reply.status, body: { ...reply.body, error: { ...reply.body.error, request_id: undefined } }, queries };
+    };
+    try {
+      const absent = await measure('agent_doesnotexist000000');
+      const theirs = await measure(foreign);
+      expect(theirs).toEqual(absent);
+      expect(absent.status).toBe(404);
+    } finally {
+      db.query = original;
+    }
+  });
+
   test('a key without agents:write gets 403; agents:read may read', async () => {
     const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'read_only' });
     const reader = apiClient(api, key);
