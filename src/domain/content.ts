@@ -141,7 +141,8 @@ export function taxonomyInstructions(request: TaxonomyRequest): string {
 /** What the model must answer; anything else is an unreadable upstream answer. */
 export const TaxonomyAnswer = z.object({
   categories: z.array(z.object({ name: z.string(), confidence: z.number().min(0).max(1) })),
-  tags: z.array(z.object({ tag: z.string(), confidence: z.number().min(0).max(1) })),
+  // The schema the model was given caps the list (maxItems); an answer beyond it does not match.
+  tags: z.array(z.object({ tag: z.string(), confidence: z.number().min(0).max(1) })).max(TAXONOMY_LIMITS.suggestedTags),
 });
 export type TaxonomyAnswer = z.infer<typeof TaxonomyAnswer>;
 

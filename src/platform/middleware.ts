@@ -89,17 +89,29 @@ export function basicAuth(db: Pool): PlatformMiddleware {
 }
 const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$' + Buffer.alloc(64).toString('base64');
 
-export function parsePlatform<S extends z.ZodType>(schema: S, input: unknown, resource: string): z.infer<S> {
+export function parsePlatform<S extends z.ZodType>(schema: S, input: unknown, resource: string, field = 'body'): z.infer<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  const field = issue.path.map(String).join('.') || 'body';
-  throw invalidValue(resource, field, issue.message);
+  const path = issue.path.map(String).join('.') || field;
+  // A required member that is not there is `missing_value`; anything else sent is `invalid_value`.
+  const missing = issue.code === 'invalid_type' && issue.path.length > 0 && valueAt(input, issue.path) === undefined;
+  if (missing) throw new PlatformError(400, 'Bad Request', [{ resource, field: path, type: 'missing_value', message: `${path} is required` }]);
+  throw invalidValue(resource, path, issue.message);
 }
+
+function valueAt(input: unknown, path: PropertyKey[]): unknown {
+  let value = input;
+  for (const key of path) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[key] : undefined;
+  return value;
+}
+
+/** A path parameter (named as in the OpenAPI document): 400 naming it when it does not parse. */
+export const parsePathParam = <S extends z.ZodType>(schema: S, value: unknown, resource: string, param: string): z.infer<S> => parsePlatform(schema, value, resource, param);
 
 /** The account id, once it is known to be one of the user's (else 403). Invalid UUIDs are 400. */
 export function requireAccount(ctx: PlatformContext, accountId: string, uuid: z.ZodType<string>): string {
-  const id = parsePlatform(uuid, accountId, 'account'); // lower-cased, as the database returns ids
+  const id = parsePathParam(uuid, accountId, 'account', 'account'); // lower-cased, as the database returns ids
   if (!ctx.state.user!.accountIds.includes(id)) throw platformForbidden('account', 'you are not authorized for this account');
   return id;
 }

@@ -9,7 +9,7 @@ import {
 import { withTransaction } from '../../store/db';
 import * as store from '../../store/platform-apps';
 import { PlatformError, invalidValue, platformConflict, platformNotFound } from '../errors';
-import { parsePlatform, readJson, readRaw, requireAccount } from '../middleware';
+import { parsePathParam, parsePlatform, readJson, readRaw, requireAccount } from '../middleware';
 import type { PlatformContext, PlatformState } from '../types';
 
 /**
@@ -38,13 +38,13 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
 
   async function app(ctx: PlatformContext) {
     const account = requireAccount(ctx, ctx.params.account!, UuidSchema);
-    const found = await store.findApp(db, account, parsePlatform(UuidSchema, ctx.params.app, 'app'));
+    const found = await store.findApp(db, account, parsePathParam(UuidSchema, ctx.params.app, 'app', 'app'));
     if (!found) throw platformNotFound('app');
     return found;
   }
   async function environment(ctx: PlatformContext, envId = ctx.params.environment!) {
     const parent = await app(ctx);
-    const found = await store.findEnvironment(db, parent.id, parsePlatform(UuidSchema, envId, 'environment'));
+    const found = await store.findEnvironment(db, parent.id, parsePathParam(UuidSchema, envId, 'environment', 'environment'));
     if (!found) throw platformNotFound('environment');
     return found;
   }
@@ -127,7 +127,7 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   });
   router.get(`${ENV}/builds/:build`, async (ctx) => {
     const env = await environment(ctx);
-    const build = await store.findBuild(db, env.id, parsePlatform(UuidSchema, ctx.params.build, 'build'));
+    const build = await store.findBuild(db, env.id, parsePathParam(UuidSchema, ctx.params.build, 'build', 'build'));
     if (!build) throw platformNotFound('build');
     ctx.body = build;
   });
@@ -135,7 +135,7 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
     const [buildId, verb] = split(ctx.params.build!, ['cancel']);
     if (!verb) throw new PlatformError(405, 'Method Not Allowed');
     const env = await environment(ctx);
-    const build = await store.findBuild(db, env.id, parsePlatform(UuidSchema, buildId, 'build'));
+    const build = await store.findBuild(db, env.id, parsePathParam(UuidSchema, buildId, 'build', 'build'));
     if (!build) throw platformNotFound('build');
     const cancelled = await store.cancelBuild(db, build.id);
     if (!cancelled) throw platformConflict('build', 'status', `the build already finished (${build.status})`);
@@ -158,7 +158,7 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
     const [domainName, verb] = split(ctx.params.domain!, ['markPrimary', 'revalidate', 'verifyTxtRecord']);
     if (!verb) throw new PlatformError(405, 'Method Not Allowed');
     const env = await environment(ctx);
-    const domain = parsePlatform(DomainSchema, domainName, 'domain_mapping');
+    const domain = parsePathParam(DomainSchema, domainName, 'domain_mapping', 'domain');
     const mapping = await store.findDomainMapping(db, env.id, domain);
     if (!mapping) throw platformNotFound('domain_mapping');
     if (verb === 'markPrimary') {

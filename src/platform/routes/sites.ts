@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import { PLATFORM_PAGE_DEFAULT, SiteListQuerySchema, UuidSchema } from '../../domain/platform';
 import { findPlatformSite, listPlatformSites } from '../../store/platform';
 import { platformForbidden, platformNotFound } from '../errors';
-import { parsePlatform } from '../middleware';
+import { parsePathParam, parsePlatform } from '../middleware';
 import type { PlatformContext, PlatformState } from '../types';
 
 /** GET /v1/sites and GET /v1/sites/{site_id}: the sites of the user's accounts. */
@@ -31,7 +31,7 @@ export function platformSitesRouter(db: Pool): Router<PlatformState, PlatformCon
   });
 
   router.get('/v1/sites/:site_id', async (ctx) => {
-    const id = parsePlatform(UuidSchema, ctx.params.site_id, 'site');
+    const id = parsePathParam(UuidSchema, ctx.params.site_id, 'site', 'site_id');
     const site = await findPlatformSite(db, id);
     // A site of another account answers exactly like an absent one.
     if (!site || !ctx.state.user!.accountIds.includes(site.account.id)) throw platformNotFound('site');

@@ -104,6 +104,7 @@ describe('rules on the model answer', () => {
     ['a confidence above 1', { categories: [{ name: 'Energy', confidence: 1.5 }], tags: [] }],
     ['a missing tags list', { categories: [] }],
     ['a tag without confidence', { categories: [], tags: [{ tag: 'x' }] }],
+    ['more tags than the schema allows (21)', { categories: [], tags: Array.from({ length: 21 }, (_, i) => ({ tag: `t${i}`, confidence: 0.9 })) }],
   ])('an answer with %s is refused as an upstream error (502) but still metered', async (_name, value) => {
     const response = await post({ ...base, content: answer(value) });
     const error = await expectError(response, 502, 'upstream_error');

@@ -130,7 +130,8 @@ describe('GET /v1/sites', () => {
     expect((await call('GET', `/v1/sites/${rows[0].id}`)).status).toBe(404);
     const bad = await call('GET', '/v1/sites/not-a-uuid');
     expect(bad.status).toBe(400);
-    expect((await json(bad)).errors[0]).toMatchObject({ resource: 'site', type: 'invalid_value' });
+    expect((await json(bad)).errors[0]).toMatchObject({ resource: 'site', field: 'site_id', type: 'invalid_value' });
+    expect((await json(await call('GET', '/v1/accounts/xyz/apps'))).errors[0]).toMatchObject({ resource: 'account', field: 'account', type: 'invalid_value' });
     expect((await call('GET', '/v1/sites?limit=0')).status).toBe(400);
     expect((await call('GET', '/v1/sites?limit=101')).status).toBe(400);
     expect((await call('GET', '/v1/sites?offset=-1')).status).toBe(400);
@@ -147,6 +148,8 @@ describe('headless applications', () => {
     expect(app).toMatchObject({ name: 'storefront', account: { id: accountId } });
     expect((await call('POST', apps, { name: 'storefront' })).status).toBe(409);
     expect((await call('POST', apps, { name: 'x', colour: 'red' })).status).toBe(400);
+    // A required member that is not there: missing_value naming it.
+    expect((await json(await call('POST', apps, {}))).errors[0]).toMatchObject({ resource: 'app', field: 'name', type: 'missing_value' });
     // A body streamed without Content-Length past the 1 MiB limit: the client reads the 413.
     const streamed = await postStreamed(`${url}${apps}`, { ...auth, 'content-type': 'application/json' }, 2 * 1024 * 1024);
     expect(streamed.status).toBe(413);
