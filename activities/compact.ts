@@ -42,7 +42,8 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       try {
         // The transcript may itself be larger than the model's window (a long session since the
         // last compaction): it is summarized in pieces that fit, each folded into the summary so far.
-        for (const piece of transcriptPieces(transcript, pieceChars(model, summary.length))) {
+        // Every piece after the first also carries the summary so far (up to summaryMaxTokens).
+        for (const piece of transcriptPieces(transcript, pieceChars(model, Math.max(summary.length, summaryMaxTokens(model) * 4)))) {
           const result = await heartbeating((signal) =>
             providers.generate(
               {
@@ -70,7 +71,8 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
 
       const throughSeq = Number(older[older.length - 1]!.seq);
       await withTransaction(deps.db, async (client) => {
-        await lockSession(client, input.sessionId);
+        // Checked again under the lock: the run may have been closed while the summaries ran.
+        assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
         await appendEvents(client, input.sessionId, [
           {
             type: 'session.compaction',
@@ -101,8 +103,8 @@ function pieceChars(model: ModelRecord, summaryChars: number): number {
 }
 
 /**
- * The transcript cut at line ends into pieces of at most `maxChars` (the summary carried
- * between pieces is at most summaryMaxTokens, already reserved by pieceChars). A single line
+ * The transcript cut at line ends into pieces of at most `maxChars` (room for the summary
+ * carried between pieces is left by the caller). A single line
  * longer than a piece is cut short: a summary cannot keep all of it anyway.
  */
 function transcriptPieces(transcript: string, maxChars: number): string[] {

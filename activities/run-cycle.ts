@@ -3,7 +3,7 @@ import { isDevelopment } from '../src/config';
 import type { Deps } from '../src/deps';
 import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
 import { jsonSchemaError } from '../src/domain/json-schema';
-import { CLIENT_SAFE_MESSAGES, traceparentFor, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
+import { addUsage, CLIENT_SAFE_MESSAGES, traceparentFor, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
@@ -117,14 +117,25 @@ export function createRunCycleActivities(deps: Deps) {
       runId = newId('run');
       kind = 'start';
     } else {
+      if (started && input.freshExecution) {
+        // A run the log shows started (in flight, paused, or with results to resume it) that no
+        // execution holds: it ends now, billed for the turns it completed, and an interrupt
+        // sent for it makes that end user_cancelled. Then the log's waiting work is claimed.
+        const closed = await closeCycle(client, {
+          sessionId: session.id,
+          runId,
+          cycleKey: `${input.cycleKey}:orphan`,
+          usage: await unbilledUsage(client, session.id, runId),
+          contextTokens: 0,
+          ...(read!.interrupted ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_interrupted' as const }),
+          endRun: true,
+        });
+        return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey }, closed);
+      }
       if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
       if (!started) kind = 'start';
       else if (types.has('user.tool_result')) kind = 'resume';
-      else if (input.freshExecution) {
-        // Started, not paused, nothing to resume it with, and no execution holds it.
-        const closed = await closeCycle(client, { sessionId: session.id, runId, cycleKey: `${input.cycleKey}:orphan`, usage: zeroUsage(), contextTokens: 0, errorCode: 'run_interrupted', endRun: true });
-        return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey }, closed);
-      } else return { kind: 'none' };
+      else return { kind: 'none' };
     }
 
     // An interrupt of the run being claimed is not consumed here: its run's close does that,
@@ -145,6 +156,22 @@ export function createRunCycleActivities(deps: Deps) {
       { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
     ]);
     return claim(kind, runId);
+  }
+
+  /**
+   * What a run's current cycle has used and nobody has billed yet: its turns and compactions
+   * since the run's latest closing event (a pause bills its cycle when it closes).
+   */
+  async function unbilledUsage(client: PoolClient, sessionId: string, runId: string): Promise<RunUsage> {
+    const { rows } = await client.query<{ usage: RunUsage | null }>(
+      `SELECT CASE WHEN type = 'session.compaction' THEN attributes->'_usage' ELSE content->0 END AS usage
+         FROM session_events
+        WHERE session_id = $1 AND run_id = $2 AND type IN ('session.turn_usage', 'session.compaction')
+          AND seq > COALESCE((SELECT max(seq) FROM session_events
+                               WHERE session_id = $1 AND run_id = $2 AND type IN ('session.status_idle', 'session.error')), 0)`,
+      [sessionId, runId],
+    );
+    return rows.reduce((sum, row) => addUsage(sum, row.usage ?? {}), zeroUsage());
   }
 
   /**

@@ -124,3 +124,48 @@ test('a workflow terminated mid-run: the next message closes that run as run_int
     'session.status_idle:end_turn',
   ]);
 });
+
+test('terminated mid-run, then interrupted: the interrupt ends the orphaned run user_cancelled', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[delay:2000]] cancel me') }]);
+  await waitForEvent(api.deps, session.sessionId, 'session.status_running');
+  await (await api.deps.temporal.get()).workflow.getHandle(sessionWorkflowId(session.sessionId)).terminate('operator: test');
+  // The interrupt's signal starts a fresh execution, whose first claim closes the run.
+  await sendEvents(api.deps, session, [{ type: 'user.interrupt', content: [] }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect({ type: event.type, stop_reason: event.stop_reason }).toEqual({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
+});
+
+test('terminated after a billed turn: the orphaned run is closed with that turn\'s usage, and debited', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  // Turn 1 calls the echo tool; turn 2 takes 3 s, during which the workflow is terminated.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"one"}]] [[then-delay:3000]]') }]);
+  await waitForEvent(api.deps, session.sessionId, 'user.tool_result');
+  await new Promise((r) => setTimeout(r, 300));
+  await (await api.deps.temporal.get()).workflow.getHandle(sessionWorkflowId(session.sessionId)).terminate('operator: test');
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('next') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.error_code).toBe('run_interrupted');
+  const orphanTurns = events.slice(0, events.indexOf(event)).filter((e) => e.type === 'session.turn_usage').map((e) => e.content[0].credits_nano);
+  expect(orphanTurns).toHaveLength(1);
+  expect(event.usage.credits_nano).toBe(orphanTurns[0]);
+  const runId = (await api.deps.db.query('SELECT run_id FROM session_events WHERE id = $1', [event.id])).rows[0].run_id;
+  const { rows } = await api.deps.db.query('SELECT credits_nano::bigint AS credits FROM usage_records WHERE request_id = $1', [runId]);
+  expect(rows.map((r) => Number(r.credits))).toEqual([orphanTurns[0]]);
+});
+
+test('terminated while paused for a client tool: its result arrives, and the run is closed run_interrupted; the next message runs', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+  });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:lookup {"q":"x"}]]') }]);
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const callId = events.find((e) => e.type === 'agent.tool_use')!.content[0].id;
+  await (await api.deps.temporal.get()).workflow.getHandle(sessionWorkflowId(session.sessionId)).terminate('operator: test');
+  await sendEvents(api.deps, session, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: callId, content: 'found' }] }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event.error_code).toBe('run_interrupted');
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('and now?') }]);
+  const { event: next } = await waitForEvent(api.deps, session.sessionId, 'closing', 3);
+  expect(next.stop_reason).toBe('end_turn');
+});
