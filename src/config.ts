@@ -65,6 +65,8 @@ export const ConfigSchema = z.object({
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
   /** Interval of keep-alive comments on the session event stream (ms). */
   EVENT_STREAM_KEEPALIVE_MS: z.coerce.number().int().min(50).default(15000),
+  /** How often an open event stream checks again that its caller may still read the session. */
+  EVENT_STREAM_ACCESS_RECHECK_MS: z.coerce.number().int().min(0).default(2000),
   /** OpenAI-compatible embeddings endpoint for semantic search; keyword-only when unset. */
   EMBEDDINGS_URL: optionalString,
   EMBEDDINGS_MODEL: optionalString,

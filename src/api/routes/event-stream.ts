@@ -50,6 +50,7 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     }
 
     const out = new PassThrough();
+    let accessCheckedAt = Date.now(); // loadAccessibleSession above
     let lastSeq = '0';
     let closed = false;
     let draining = Promise.resolve();
@@ -71,14 +72,14 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
       draining = draining.then(async () => {
         while (again && !closed) {
           again = false;
-          let accessChecked = false;
           for (;;) {
             const rows = await eventsAfterSeq(deps.db, session.id, lastSeq, { includeThinking: query.include_thinking });
-            // Access is checked again before new events go out: a session whose agent moved to
+            // Access is checked again before new events go out (at most every
+            // EVENT_STREAM_ACCESS_RECHECK_MS, not per event): a session whose agent moved to
             // another project since the stream opened is no longer this caller's to read.
-            if (rows.length > 0 && !accessChecked) {
+            if (rows.length > 0 && Date.now() - accessCheckedAt >= deps.config.EVENT_STREAM_ACCESS_RECHECK_MS) {
               if (!(await stillAccessible(deps, ctx.state.principal!, session.id))) return close();
-              accessChecked = true;
+              accessCheckedAt = Date.now();
             }
             for (const row of rows) {
               if (closed) return;

@@ -4,7 +4,7 @@ import { apiClient, createSession, tenantWithAgent, type ApiClient } from './sup
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi({ RATE_LIMIT_BURST: '5000', EVENT_STREAM_KEEPALIVE_MS: '150' });
+  api = await startApi({ RATE_LIMIT_BURST: '5000', EVENT_STREAM_KEEPALIVE_MS: '150', EVENT_STREAM_ACCESS_RECHECK_MS: '0' });
 });
 afterAll(() => api.close());
 
