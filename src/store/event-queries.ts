@@ -17,9 +17,15 @@ export type ListedEvent = EventRow & { cursor_at: string };
 /**
  * Without include_thinking, an agent.message holding only a thought block (a turn that
  * thought, then called tools) would show as an empty message: such events are left out.
+ * Listings filter in SQL, so a page holds `limit` shown events; the event stream, which has
+ * no pages, filters the rows it read with `hiddenWithoutThinking` (the same rule), keeping
+ * its per-event read as cheap as it was.
  */
 const VISIBLE_WITHOUT_THINKING = `NOT (type = 'agent.message' AND NOT jsonb_path_exists(content, '$[*] ? (@.type != "thought")'))`;
 const visibility = (includeThinking: boolean) => (includeThinking ? '' : `AND ${VISIBLE_WITHOUT_THINKING}`);
+
+export const hiddenWithoutThinking = (row: Pick<EventRow, 'type' | 'content'>): boolean =>
+  row.type === 'agent.message' && (row.content as Array<{ type?: unknown }>).every((block) => block.type === 'thought');
 
 export async function listEvents(
   db: Queryable,
@@ -56,12 +62,11 @@ export async function lastEventSeq(db: Queryable, sessionId: string): Promise<st
   return rows[0]!.seq;
 }
 
-/** Events after a sequence number, in order (the stream's catch-up read). */
-export async function eventsAfterSeq(db: Queryable, sessionId: string, seq: string, options: { includeThinking: boolean; limit?: number }): Promise<EventRow[]> {
-  const limit = options.limit ?? 500;
+/** Events after a sequence number, in order (the stream's catch-up read; it applies hiddenWithoutThinking itself). */
+export async function eventsAfterSeq(db: Queryable, sessionId: string, seq: string, limit = 500): Promise<EventRow[]> {
   const { rows } = await db.query<EventRow>({
-    name: options.includeThinking ? 'events_after_seq' : 'events_after_seq_visible',
-    text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2::bigint ${visibility(options.includeThinking)} ORDER BY seq LIMIT $3`,
+    name: 'events_after_seq',
+    text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2::bigint ORDER BY seq LIMIT $3`,
     values: [sessionId, seq, limit],
   });
   return rows;

@@ -5,7 +5,7 @@ import type { Deps } from '../../deps';
 import type { Principal } from '../../auth/principal';
 import { authenticate } from '../../auth/middleware';
 import { queryBoolean } from '../../domain/fields';
-import { eventsAfterSeq, findEventPosition, lastEventSeq } from '../../store/event-queries';
+import { eventsAfterSeq, findEventPosition, hiddenWithoutThinking, lastEventSeq } from '../../store/event-queries';
 import { SessionEventHub } from '../../store/event-notifications';
 import { presentEvent } from '../../store/events';
 import { ApiError, badRequest } from '../errors';
@@ -73,7 +73,7 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
         while (again && !closed) {
           again = false;
           for (;;) {
-            const rows = await eventsAfterSeq(deps.db, session.id, lastSeq, { includeThinking: query.include_thinking });
+            const rows = await eventsAfterSeq(deps.db, session.id, lastSeq);
             // Access is checked again before new events go out (at most every
             // EVENT_STREAM_ACCESS_RECHECK_MS, not per event): a session whose agent moved to
             // another project since the stream opened is no longer this caller's to read.
@@ -83,7 +83,9 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
             }
             for (const row of rows) {
               if (closed) return;
-              out.write(`id: ${row.id}\ndata: ${JSON.stringify(presentEvent(row, { includeThinking: query.include_thinking }))}\n\n`);
+              if (query.include_thinking || !hiddenWithoutThinking(row)) {
+                out.write(`id: ${row.id}\ndata: ${JSON.stringify(presentEvent(row, { includeThinking: query.include_thinking }))}\n\n`);
+              }
               lastSeq = row.seq;
             }
             if (rows.length < 500) break;

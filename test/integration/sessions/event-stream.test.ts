@@ -1,4 +1,6 @@
 import { startApi, type TestApi } from '../../support/harness';
+import { withTransaction } from '../../../src/store/db';
+import { appendEvents, lockSession } from '../../../src/store/events';
 import { bearer, createServiceToken, createSiblingProject, createTenant } from '../../support/factories';
 import { apiClient, createSession, tenantWithAgent, type ApiClient } from './support';
 
@@ -137,6 +139,29 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
       expect(stream.events().map((e) => e.data.content[0].text)).toEqual(['seen']);
     } finally {
       stream.close();
+    }
+  });
+
+  test('without include_thinking, an agent.message holding only a thought is not streamed (with it, it is)', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const plain = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key);
+    const thinking = await openStream(`/v1beta1/sessions/${session.id}/events/stream?include_thinking=true`, tenant.key);
+    try {
+      await plain.until(() => plain.frames.length > 0);
+      await thinking.until(() => thinking.frames.length > 0);
+      await withTransaction(api.deps.db, async (tx) => {
+        await lockSession(tx, session.id);
+        await appendEvents(tx, session.id, [{ type: 'agent.message', content: [{ type: 'thought', text: 'pondering' }], processed: true }]);
+      });
+      const after = await append(client, session.id, 'after the thought');
+      await plain.until(() => plain.events().some((e) => e.id === after));
+      await thinking.until(() => thinking.events().some((e) => e.id === after));
+      expect(plain.events().map((e) => e.data.type)).toEqual(['system.message']);
+      expect(thinking.events().map((e) => e.data.type)).toEqual(['agent.message', 'system.message']);
+    } finally {
+      plain.close();
+      thinking.close();
     }
   });
 
