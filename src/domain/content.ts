@@ -224,20 +224,52 @@ const AUDIO_TYPE_ALIASES: Record<string, AudioMimeType> = {
   'audio/x-flac': 'audio/flac',
 };
 
+/** A declared audio type without codec parameters, its aliases mapped to the names above. */
+const audioTypeName = (value: string): string => {
+  const essence = value.split(';')[0]!.trim().toLowerCase();
+  return AUDIO_TYPE_ALIASES[essence] ?? essence;
+};
+
 export const TranscriptionRequest = z.strictObject({
   model: ModelId.optional(),
   audio: Base64Text,
   mime_type: z
     .string()
-    .transform((value) => {
-      const essence = value.split(';')[0]!.trim().toLowerCase();
-      return AUDIO_TYPE_ALIASES[essence] ?? essence;
-    })
+    .transform(audioTypeName)
     .pipe(z.enum(Object.keys(AUDIO_TYPES) as [AudioMimeType, ...AudioMimeType[]], { error: `must be one of ${Object.keys(AUDIO_TYPES).join(', ')} (codec parameters allowed)` }))
     .default('audio/wav'),
   language: LanguageCode.optional(),
 });
 export type TranscriptionRequest = z.infer<typeof TranscriptionRequest>;
+
+/**
+ * The text fields of OpenAI's multipart upload (what the openai SDK's
+ * `audio.transcriptions.create` sends), next to its `file` part. Only the JSON answer exists.
+ */
+export const TranscriptionUploadFields = TranscriptionRequest.omit({ audio: true, mime_type: true }).extend({
+  response_format: z.literal('json', { error: 'only json is supported' }).optional(),
+});
+
+/** Room for the multipart framing around the largest allowed audio file. */
+export const TRANSCRIPTION_UPLOAD_LIMIT_BYTES = MAX_TRANSCRIPTION_AUDIO_BYTES + 64 * 1024;
+
+/** The audio type of an uploaded file: its declared type when it is one we accept, else its extension's. */
+export function uploadedAudioType(declared: string, filename: string): AudioMimeType | undefined {
+  const byType = audioTypeName(declared);
+  if (byType in AUDIO_TYPES) return byType as AudioMimeType;
+  const extension = filename.toLowerCase().split('.').pop() ?? '';
+  return AUDIO_EXTENSIONS[extension];
+}
+const AUDIO_EXTENSIONS: Record<string, AudioMimeType> = {
+  wav: 'audio/wav',
+  mp3: 'audio/mpeg',
+  mpga: 'audio/mpeg',
+  mpeg: 'audio/mpeg',
+  ogg: 'audio/ogg',
+  oga: 'audio/ogg',
+  webm: 'audio/webm',
+  flac: 'audio/flac',
+};
 
 /**
  * Seconds of audio when the provider does not report them: exact for PCM WAV (from its

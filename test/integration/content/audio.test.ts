@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import OpenAI, { toFile } from 'openai';
 import { bearer, createKey } from '../../support/factories';
 import { wavFile } from '../../../src/providers/simulator/media-files';
 import { expectError, json, postJson, simRequestsTo, startGatewayEnv, usageRowFor, withEmptyBalance, type GatewayEnv } from './support';
@@ -90,6 +91,37 @@ describe('POST /v1/audio/transcriptions', () => {
     const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
     // whisper-1: 0.006 USD per minute = 10,000,000 nano-credits per second.
     expect(row).toMatchObject({ model: 'openai/whisper-1', operation: 'transcription', credits_nano: String(10_000_000) });
+  });
+
+  test("OpenAI's multipart upload, as the openai SDK sends it: the same transcript, upstream call and metering", async () => {
+    const client = new OpenAI({ apiKey: env.tenant.key, baseURL: `${env.api.url}/v1` });
+    const since = env.sim.requests.length;
+    const result = await client.audio.transcriptions.create({ file: await toFile(wavOfBytes(44 + 48_000), 'speech.wav', { type: 'audio/wav' }), model: 'openai/whisper-1', language: 'fr' });
+    expect(result.text).toBe('Simulated transcript of 1.0 seconds of wav audio in fr.');
+    expect(simRequestsTo(env, '/audio/transcriptions', since)[0]!.body).toEqual({ model: 'whisper-1', language: 'fr', filename: 'audio.wav', type: 'audio/wav', bytes: 48_044, response_format: 'json' });
+    // A file without a declared audio type goes by its name's extension.
+    const byName = await client.audio.transcriptions.create({ file: await toFile(Buffer.alloc(32_000, 7), 'voice.mp3'), model: 'openai/gpt-4o-transcribe' });
+    expect(byName.text).toMatch(/mp3/);
+  });
+
+  test('multipart uploads are validated like the JSON body: 400 naming the field, 413 beyond 25 MiB', async () => {
+    const upload = (form: FormData) => fetch(`${env.api.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.key}` }, body: form });
+    const withFile = (name: string, type: string, extra: Record<string, string> = {}) => {
+      const form = new FormData();
+      form.set('file', new Blob([Buffer.alloc(1000, 1)], { type }), name);
+      for (const [key, value] of Object.entries(extra)) form.set(key, value);
+      return form;
+    };
+    expect((await expectError(await upload(withFile('notes.txt', 'text/plain')), 400, 'invalid_request_error')).message).toMatch(/^file:/);
+    expect((await expectError(await upload(withFile('a.wav', 'audio/wav', { response_format: 'srt' })), 400, 'invalid_request_error')).message).toMatch(/^response_format/);
+    expect((await expectError(await upload(withFile('a.wav', 'audio/wav', { language: 'english' })), 400, 'invalid_request_error')).message).toMatch(/^language/);
+    expect((await expectError(await upload(withFile('a.wav', 'audio/wav', { temperature: '0' })), 400, 'invalid_request_error')).message).toMatch(/temperature/);
+    const noFile = new FormData();
+    noFile.set('model', 'openai/whisper-1');
+    expect((await expectError(await upload(noFile), 400, 'invalid_request_error')).message).toMatch(/^file:/);
+    const huge = new FormData();
+    huge.set('file', new Blob([Buffer.alloc(25 * MiB + 1, 1)], { type: 'audio/wav' }), 'big.wav');
+    await expectError(await upload(huge), 413, 'request_too_large');
   });
 
   test.each([

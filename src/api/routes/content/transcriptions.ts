@@ -7,11 +7,16 @@ import {
   estimateAudioSeconds,
   MAX_TRANSCRIPTION_AUDIO_BYTES,
   TRANSCRIPTION_BODY_LIMIT_BYTES,
+  TRANSCRIPTION_UPLOAD_LIMIT_BYTES,
   TranscriptionRequest,
+  TranscriptionUploadFields,
+  uploadedAudioType,
+  type AudioMimeType,
 } from '../../../domain/content';
+import { readBodyUpTo } from '../../../read-body';
 import { computeMediaCreditsNano, type MediaUsage } from '../../../providers/catalog';
 import type { OpenAITranscription } from '../../../providers/openai/audio';
-import { ApiError } from '../../errors';
+import { ApiError, badRequest } from '../../errors';
 import { jsonBody } from '../../middleware/json-body';
 import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
@@ -32,25 +37,70 @@ function usageOf(result: OpenAITranscription, audio: Buffer, mimeType: string): 
   return { seconds: estimateAudioSeconds(audio, mimeType) };
 }
 
+interface Transcription {
+  model?: string;
+  audio: Buffer;
+  mime_type: AudioMimeType;
+  language?: string;
+}
+
+/** The spec's JSON body: base64 audio. Size before shape: an oversize upload is 413 whatever else is wrong with it. */
+function fromJson(raw: unknown): Transcription {
+  const audio = (raw as { audio?: unknown } | undefined)?.audio;
+  if (typeof audio === 'string' && base64DecodedBytes(audio) > MAX_TRANSCRIPTION_AUDIO_BYTES) throw audioTooLarge();
+  const body = parseInput(TranscriptionRequest, raw);
+  return { ...body, audio: Buffer.from(body.audio, 'base64') };
+}
+
 /**
- * POST /v1/audio/transcriptions: base64 audio in JSON, forwarded as the multipart upload
- * the provider expects. The body limit admits the largest allowed audio as base64; the
- * decoded size is then checked exactly (413 beyond 25 MiB).
+ * OpenAI's own multipart upload (a `file` part and text fields), as the openai SDK's
+ * `audio.transcriptions.create` sends it. The body is read up to the audio limit plus the
+ * multipart framing, then parsed by the platform's FormData reader.
+ */
+async function fromUpload(ctx: AppContext): Promise<Transcription> {
+  const tooLarge = () => new ApiError(413, 'request_too_large', `request body exceeds the limit of ${TRANSCRIPTION_UPLOAD_LIMIT_BYTES} bytes`);
+  const raw = await readBodyUpTo(ctx, TRANSCRIPTION_UPLOAD_LIMIT_BYTES, tooLarge);
+  let form: FormData;
+  try {
+    form = await new Response(raw, { headers: { 'content-type': ctx.get('content-type') } }).formData();
+  } catch {
+    throw badRequest('request body is not a readable multipart/form-data upload');
+  }
+  const file = form.get('file');
+  if (!(file instanceof Blob)) throw badRequest('file: an audio file part is required', 'file');
+  const fields: Record<string, string> = {};
+  for (const [name, value] of form.entries()) {
+    if (name === 'file') continue;
+    if (typeof value !== 'string') throw badRequest(`${name}: must be a text field`, name);
+    fields[name] = value;
+  }
+  const parsed = parseInput(TranscriptionUploadFields, fields);
+  const filename = (file as File).name ?? '';
+  const mimeType = uploadedAudioType(file.type, filename);
+  if (!mimeType) throw badRequest(`file: must be one of ${Object.keys(AUDIO_TYPES).join(', ')} (by its type or its name's extension)`, 'file');
+  if (file.size > MAX_TRANSCRIPTION_AUDIO_BYTES) throw audioTooLarge();
+  const { response_format: _json, ...rest } = parsed;
+  return { ...rest, audio: Buffer.from(await file.arrayBuffer()), mime_type: mimeType };
+}
+
+/**
+ * POST /v1/audio/transcriptions: base64 audio in JSON (the spec's body), or OpenAI's
+ * multipart upload; forwarded as the multipart upload the provider expects. The JSON body
+ * limit admits the largest allowed audio as base64; the decoded size is then checked exactly
+ * (413 beyond 25 MiB).
  */
 export function mountTranscriptions(router: Router<AppState, AppContext>, services: ContentServices): void {
   const { deps, gateway } = services;
+  const json = jsonBody(TRANSCRIPTION_BODY_LIMIT_BYTES);
   router.post(
     '/v1/audio/transcriptions',
     rateLimit(deps),
     authenticate(deps, { scope: 'transcribe', access: 'write' }),
-    jsonBody(TRANSCRIPTION_BODY_LIMIT_BYTES),
+    (ctx, next) => (ctx.is('multipart/form-data') ? next() : json(ctx, next)),
     async (ctx) => {
-      const raw = ctx.request.body as { audio?: unknown } | undefined;
-      // Size before shape: an oversize upload is 413 whatever else is wrong with it.
-      if (typeof raw?.audio === 'string' && base64DecodedBytes(raw.audio) > MAX_TRANSCRIPTION_AUDIO_BYTES) throw audioTooLarge();
-      const body = parseInput(TranscriptionRequest, raw);
+      const body = ctx.is('multipart/form-data') ? await fromUpload(ctx) : fromJson(ctx.request.body);
       const model = mediaModelFor(body.model ?? DEFAULT_TRANSCRIPTION_MODEL, 'transcription');
-      const audio = Buffer.from(body.audio, 'base64');
+      const audio = body.audio;
       if (audio.length > MAX_TRANSCRIPTION_AUDIO_BYTES) throw audioTooLarge();
       await services.admit(ctx, []);
       let result: OpenAITranscription;
