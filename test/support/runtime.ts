@@ -5,6 +5,9 @@ import { withTransaction } from '../../src/store/db';
 import { appendEvents, lockSession, presentEvent, EVENT_COLUMNS, type EventRow } from '../../src/store/events';
 import { newId } from '../../src/store/ids';
 import { signalSession } from '../../src/temporal/session-signals';
+import { startApi, type TestApi } from './harness';
+import { startTestSimulator, type Simulator } from './simulator';
+import { createTenant, type Tenant } from './factories';
 
 let runtimeInstalled = false;
 
@@ -86,3 +89,31 @@ export async function waitForEvent(deps: Deps, sessionId: string, type: string, 
 }
 
 export const text = (value: string) => [{ type: 'text', text: value }];
+
+export interface RuntimeEnv {
+  api: TestApi;
+  simulator: Simulator;
+  worker: Awaited<ReturnType<typeof startTestWorker>>;
+  /** A tenant with 100 credits and an `all` key. */
+  tenant: Tenant;
+}
+
+/**
+ * For one test file: the real api and worker over an in-process provider simulator, and a
+ * tenant, started before its tests and stopped after them. Read the members inside tests.
+ */
+export function useRuntimeEnv(apiEnv: Record<string, string> = {}): RuntimeEnv {
+  const env = {} as RuntimeEnv;
+  beforeAll(async () => {
+    env.simulator = await startTestSimulator();
+    env.api = await startApi({ SIMULATOR_URL: env.simulator.url, ...apiEnv });
+    env.worker = await startTestWorker(env.api.deps);
+    env.tenant = await createTenant(env.api.deps.db, { credits: 100n });
+  });
+  afterAll(async () => {
+    await env.worker?.stop();
+    await env.api?.close();
+    await env.simulator?.close();
+  });
+  return env;
+}

@@ -2,6 +2,9 @@ import { sseMessage } from '../sse';
 import { asArray, asRecord, halves, type SimProtocol } from './protocol';
 import { SimError, wordDeltas, type Plan } from './script';
 
+// Anthropic's error types, written out here rather than imported from the adapter
+// (src/providers/anthropic/error-types.ts): the simulator stands in for the provider, so a
+// mistake in the adapter's table must not be mirrored by the stand-in the tests run against.
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
   401: 'authentication_error',

@@ -1,40 +1,23 @@
-import { startApi, type TestApi } from '../../support/harness';
-import { startTestSimulator, type Simulator } from '../../support/simulator';
-import { createTenant, json, type Tenant } from '../../support/factories';
-import { startTestWorker } from '../../support/runtime';
+import { json } from '../../support/factories';
+import { useRuntimeEnv } from '../../support/runtime';
 
 /**
  * The whole path as an API client sees it: agents, sessions and events over HTTP, the
  * real workflow and worker behind them, replies read back from the event log.
  */
-let simulator: Simulator;
-let api: TestApi;
-let worker: Awaited<ReturnType<typeof startTestWorker>>;
-let tenant: Tenant;
-
-beforeAll(async () => {
-  simulator = await startTestSimulator();
-  api = await startApi({ SIMULATOR_URL: simulator.url });
-  worker = await startTestWorker(api.deps);
-  tenant = await createTenant(api.deps.db, { credits: 100n });
-});
-afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await simulator?.close();
-});
+const env = useRuntimeEnv();
 
 const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${api.url}${path}`, {
+  const response = await fetch(`${env.api.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: response.status, body: await json(response) };
 };
 
 async function newSession(tools: unknown[] = []) {
-  const agent = await call('POST', '/v1/agents', { project_id: tenant.projectId, name: 'http agent', model: 'anthropic/claude-haiku-4-5', tools });
+  const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'http agent', model: 'anthropic/claude-haiku-4-5', tools });
   expect(agent.status).toBe(201);
   const session = await call('POST', '/v1/sessions', { agent: agent.body.id, title: 'over http' });
   expect(session.status).toBe(201);
@@ -98,7 +81,7 @@ test('a message sent while a run is in flight gets its own run, also when that r
   const replies = events.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text);
   expect(replies).toEqual(['Tool results: ok', 'lorem ipsum dolor sit amet consectetur adipiscing']);
   // The queued message's run saw the conversation in the order it took place: it comes last.
-  const third = simulator.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+  const third = env.simulator.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
   expect(third.messages.at(-1)!.role).toBe('user');
   expect(JSON.stringify(third.messages.at(-1)!.content)).toContain('queued question');
   expect(JSON.stringify(third.messages.slice(0, -1))).not.toContain('queued question');
