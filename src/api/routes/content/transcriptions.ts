@@ -78,7 +78,6 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   const filename = (file as File).name ?? '';
   const mimeType = uploadedAudioType(file.type, filename);
   if (!mimeType) throw badRequest(`file: must be one of ${Object.keys(AUDIO_TYPES).join(', ')} (by its type or its name's extension)`, 'file');
-  if (file.size > MAX_TRANSCRIPTION_AUDIO_BYTES) throw audioTooLarge();
   const { response_format: _json, ...rest } = parsed;
   return { ...rest, audio: Buffer.from(await file.arrayBuffer()), mime_type: mimeType };
 }
