@@ -15,7 +15,10 @@ export const OAUTH_BODY_LIMIT_BYTES = 16 * 1024;
 
 export const ACCESS_TOKEN_PATTERN = /^oat_[A-Za-z0-9_-]{43}$/;
 
-/** Error codes of RFC 7591 §3.2.2 and RFC 6749 §5.2, rendered as `{error, error_description}`. */
+/**
+ * Error codes of RFC 7591 §3.2.2, RFC 6749 §5.2 and RFC 6750 §3.1 (the initial access token),
+ * rendered as `{error, error_description}`.
+ */
 export type OAuthErrorCode =
   | 'invalid_request'
   | 'invalid_client'
@@ -25,7 +28,8 @@ export type OAuthErrorCode =
   | 'invalid_scope'
   | 'invalid_client_metadata'
   | 'invalid_redirect_uri'
-  | 'invalid_token';
+  | 'invalid_token'
+  | 'insufficient_scope';
 
 export class OAuthError extends Error {
   constructor(readonly status: number, readonly code: OAuthErrorCode, description: string, readonly headers: Record<string, string> = {}) {

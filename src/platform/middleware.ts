@@ -7,6 +7,7 @@ import { findPlatformUser, platformUserAccountIds } from '../store/platform';
 import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
 import type { PlatformContext, PlatformMiddleware } from './types';
 import { readBodyUpTo } from '../read-body';
+import { JsonTextError, parseJsonText } from '../json-text';
 import { TokenBuckets } from '../api/middleware/rate-limit';
 import { databaseUnavailable, nulInText } from '../store/db-errors';
 
@@ -126,8 +127,9 @@ export async function readJson(ctx: PlatformContext, limit: number): Promise<unk
   if (raw.length === 0) return {};
   if (!ctx.is('application/json')) throw invalidValue('request', 'Content-Type', 'must be application/json');
   try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
-    throw invalidValue('request', 'body', 'is not valid JSON');
+    return parseJsonText(raw.toString('utf8'));
+  } catch (error) {
+    if (!(error instanceof JsonTextError)) throw error;
+    throw invalidValue('request', error.path ?? 'body', error.kind === 'syntax' ? 'is not valid JSON' : error.message);
   }
 }

@@ -1,5 +1,6 @@
 import { badRequest, payloadTooLarge, unsupportedMediaType } from '../errors';
 import { readBodyUpTo, refuseDeclaredOversize } from '../../read-body';
+import { JsonTextError, parseJsonText } from '../../json-text';
 import type { Middleware } from '../types';
 
 /**
@@ -23,9 +24,9 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean } = {
     if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType();
     const text = (await readBodyUpTo(ctx, limitBytes, tooLarge)).toString('utf8');
     try {
-      ctx.request.body = text.length === 0 ? undefined : JSON.parse(text);
-    } catch {
-      throw badRequest('request body is not valid JSON');
+      ctx.request.body = text.length === 0 ? undefined : parseJsonText(text);
+    } catch (error) {
+      throw error instanceof JsonTextError ? badRequest(error.message, error.path) : error;
     }
     if (ctx.request.body === undefined && !options.optional) throw badRequest('request body must be a JSON object');
     await next();

@@ -21,6 +21,7 @@ import { findOAuthClient, insertOAuthAccessToken, insertOAuthClient, type OAuthC
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 import { readBodyUpTo } from '../../read-body';
+import { JsonTextError, parseJsonText } from '../../json-text';
 
 /**
  * OAuth for site plugins (see docs/sites-mcp-analytics.md):
@@ -66,7 +67,9 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
     const accountIds = principal.accountIds ?? [principal.accountId];
     const accountId = parsed.data.account_id ?? (accountIds.length === 1 ? accountIds[0]! : undefined);
     if (!accountId) throw new OAuthError(400, 'invalid_client_metadata', 'account_id is required: the registering user belongs to several accounts');
-    if (!accountIds.includes(accountId)) throw new OAuthError(400, 'invalid_client_metadata', 'account_id is not an account of the registering user');
+    // The spec's 403 for a user not authorized for the target account; RFC 6750 names it
+    // insufficient_scope (the initial access token does not cover that account).
+    if (!accountIds.includes(accountId)) throw new OAuthError(403, 'insufficient_scope', 'account_id is not an account of the registering user');
 
     const clientId = newId('client');
     const clientSecret = `ocs_${randomBytes(32).toString('base64url')}`;
@@ -151,12 +154,13 @@ async function readBody(ctx: AppContext): Promise<string> {
 }
 
 function parseJsonObject(text: string): Record<string, unknown> {
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(text);
-    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
-  } catch {
-    // fall through
+    value = parseJsonText(text);
+  } catch (error) {
+    if (error instanceof JsonTextError && error.kind !== 'syntax') throw new OAuthError(400, 'invalid_client_metadata', error.message);
   }
+  if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
   throw new OAuthError(400, 'invalid_client_metadata', 'the body must be a JSON object of client metadata');
 }
 
@@ -166,11 +170,13 @@ async function readTokenRequest(ctx: AppContext): Promise<URLSearchParams> {
   if (ctx.is('application/x-www-form-urlencoded')) return new URLSearchParams(text);
   if (ctx.is('application/json')) {
     const params = new URLSearchParams();
+    let body: unknown;
     try {
-      for (const [key, value] of Object.entries(JSON.parse(text) as Record<string, unknown>)) if (typeof value === 'string') params.set(key, value);
-    } catch {
-      throw new OAuthError(400, 'invalid_request', 'the body is not valid JSON');
+      body = parseJsonText(text);
+    } catch (error) {
+      throw new OAuthError(400, 'invalid_request', error instanceof JsonTextError && error.kind !== 'syntax' ? error.message : 'the body is not valid JSON');
     }
+    if (body && typeof body === 'object') for (const [key, value] of Object.entries(body)) if (typeof value === 'string') params.set(key, value);
     return params;
   }
   throw new OAuthError(400, 'invalid_request', 'Content-Type must be application/x-www-form-urlencoded');

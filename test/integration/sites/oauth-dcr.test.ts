@@ -114,11 +114,28 @@ describe('registration endpoint errors (RFC 7591 §3.2.2)', () => {
     ['unknown scope', { scope: 'admin' }, 'invalid_client_metadata'],
     ['bad redirect uri', { redirect_uris: ['not a uri'] }, 'invalid_redirect_uri'],
     ['wrong type', { client_name: 42 }, 'invalid_client_metadata'],
-    ['account of another user', { account_id: 'acct_someoneelse' }, 'invalid_client_metadata'],
   ])('%s: 400 %s', async (_label, metadata, code) => {
     const response = await registerClient(metadata);
     expect(response.status).toBe(400);
     expect(await json(response)).toEqual({ error: code, error_description: expect.any(String) });
+  });
+
+  test('an account the user does not belong to: 403 (the spec), insufficient_scope (RFC 6750)', async () => {
+    const other = await createTenant(api.deps.db);
+    const response = await registerClient({ account_id: other.accountId });
+    expect(response.status).toBe(403);
+    expect(await json(response)).toEqual({ error: 'insufficient_scope', error_description: 'account_id is not an account of the registering user' });
+  });
+
+  test.each([
+    ['an unpaired surrogate', '{"client_name":"x\\ud800"}', /surrogate/],
+    ['nesting past the limit', `{"client_name":"x","extra":${'['.repeat(200)}${']'.repeat(200)}}`, /deeper than 128/],
+  ])('%s in the metadata: 400 invalid_client_metadata', async (_label, body, message) => {
+    const response = await fetch(`${api.url}/oauth/register`, { method: 'POST', headers: { authorization: `Bearer ${idpToken}`, 'content-type': 'application/json' }, body });
+    expect(response.status).toBe(400);
+    const error = await json(response);
+    expect(error.error).toBe('invalid_client_metadata');
+    expect(error.error_description).toMatch(message);
   });
 
   test('a user of several accounts must name one', async () => {

@@ -1,0 +1,67 @@
+/**
+ * JSON request bodies are parsed here, by the gateway, OAuth and the platform API alike, so that
+ * every handler and every schema receives a value that Postgres, `JSON.stringify` and the
+ * providers can all take:
+ * - nesting is capped at MAX_JSON_DEPTH levels. `JSON.parse` accepts any depth, but a value
+ *   nested thousands of levels deep overflows the stack of the first recursive consumer
+ *   (`JSON.stringify` in a size check, Postgres' jsonb parser) and would surface as a 500;
+ * - strings (keys too) must be well-formed UTF-16. A `\ud800` escape with no partner parses
+ *   to a lone surrogate, which jsonb refuses and a text column silently stores as U+FFFD, so
+ *   the value would neither be stored nor round-trip.
+ */
+export const MAX_JSON_DEPTH = 128;
+
+export class JsonTextError extends Error {
+  readonly kind: 'syntax' | 'depth' | 'surrogate';
+  /** Where in the body the problem is (`messages[0].content`), or undefined for the whole body. */
+  readonly path: string | undefined;
+
+  constructor(kind: JsonTextError['kind'], message: string, path?: string) {
+    super(message);
+    this.kind = kind;
+    this.path = path;
+  }
+}
+
+/** Parses a JSON text or throws JsonTextError with a client-safe message. */
+export function parseJsonText(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new JsonTextError('syntax', 'request body is not valid JSON');
+  }
+  checkValue(value, [], 0);
+  return value;
+}
+
+// The path is one array, pushed and popped, so a large body costs no allocation per value.
+function checkValue(value: unknown, path: Array<string | number>, depth: number): void {
+  if (typeof value === 'string') {
+    if (!value.isWellFormed()) throw new JsonTextError('surrogate', `${describe(path)} contains an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape without its partner)`, pathText(path));
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  if (depth >= MAX_JSON_DEPTH) throw new JsonTextError('depth', `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, pathText(path));
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      path.push(i);
+      checkValue(value[i], path, depth + 1);
+      path.pop();
+    }
+    return;
+  }
+  for (const key in value) {
+    if (!key.isWellFormed()) throw new JsonTextError('surrogate', `a key in ${describe(path)} contains an unpaired UTF-16 surrogate`, pathText(path));
+    path.push(key);
+    checkValue((value as Record<string, unknown>)[key], path, depth + 1);
+    path.pop();
+  }
+}
+
+function pathText(path: Array<string | number>): string | undefined {
+  if (path.length === 0) return undefined;
+  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('');
+}
+
+const describe = (path: Array<string | number>) => (path.length === 0 ? 'the request body' : pathText(path)!);

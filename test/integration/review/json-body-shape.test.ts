@@ -1,0 +1,122 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startApi, type TestApi } from '../../support/harness';
+import { uniqueId } from '../../support/config';
+import { bearer, createServiceToken, createTenant, json, type Tenant } from '../../support/factories';
+import { createPlatformApp } from '../../../src/platform/app';
+import { createLogger } from '../../../src/logger';
+import { hashPassword } from '../../../src/domain/platform';
+import { grantPlatformAccount, insertPlatformAccount, insertPlatformUser } from '../../../src/store/platform';
+
+/**
+ * JSON that parses but that no consumer can take: an unpaired UTF-16 surrogate escape (jsonb
+ * refuses it, a text column stores U+FFFD instead) and nesting thousands of levels deep
+ * (recursive consumers overflow the stack). Both used to answer 500, or silently alter the
+ * value; they are bad input: 400 in the endpoint's envelope, naming where, nothing written.
+ */
+let api: TestApi;
+let tenant: Tenant;
+let agentId: string;
+let sessionId: string;
+beforeAll(async () => {
+  api = await startApi();
+  tenant = await createTenant(api.deps.db);
+  agentId = (await json(await post('/v1/agents', { project_id: tenant.projectId, name: 'json', model: 'openai/gpt-4o' }))).id;
+  sessionId = (await json(await post('/v1/sessions', { agent: agentId }))).id;
+});
+afterAll(() => api.close());
+
+// Bodies are written as JSON text: JSON.stringify would escape a lone surrogate the same way,
+// but writing it out keeps the test's input visible.
+const post = (path: string, body: unknown, headers: Record<string, string> = bearer(tenant.key)) =>
+  fetch(`${api.url}${path}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const deep = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+
+async function expect400(response: Response, message: RegExp): Promise<void> {
+  expect(response.status).toBe(400);
+  const body = await json(response);
+  expect(body).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', code: 400, request_id: expect.any(String) } });
+  expect(body.error.message).toMatch(message);
+}
+
+describe('unpaired surrogates: 400 naming the field, nothing written', () => {
+  test('agent metadata (jsonb) and name (text)', async () => {
+    const name = uniqueId('surrogate-');
+    await expect400(await post('/v1/agents', `{"project_id":"${tenant.projectId}","name":"${name}","model":"openai/gpt-4o","metadata":{"k":"x\\ud800"}}`), /metadata\.k contains an unpaired UTF-16 surrogate/);
+    await expect400(await post('/v1/agents', `{"project_id":"${tenant.projectId}","name":"${name}\\udfff","model":"openai/gpt-4o"}`), /^name contains an unpaired/);
+    const { rows } = await api.deps.db.query('SELECT 1 FROM agents WHERE project_id = $1 AND name LIKE $2', [tenant.projectId, `${name}%`]);
+    expect(rows).toHaveLength(0);
+  });
+
+  test('a user.message: no event appended, no run started', async () => {
+    const body = '{"events":[{"type":"user.message","content":[{"type":"text","text":"x\\ud800"}]}]}';
+    await expect400(await post(`/v1/sessions/${sessionId}/events`, body), /events\[0\]\.content\[0\]\.text/);
+    const { rows } = await api.deps.db.query('SELECT count(*)::int AS n FROM session_events WHERE session_id = $1', [sessionId]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  test('site registration', async () => {
+    const token = await createServiceToken(api.deps.db, tenant.accountId, uniqueId('client-surrogate-'));
+    await expect400(await post('/v1/sites', '{"site_url":"https://surrogate.example.com","display_name":"x\\ud800"}', bearer(token)), /display_name/);
+  });
+
+  test('a surrogate pair is one character and round-trips', async () => {
+    const agent = await json(await post('/v1/agents', `{"project_id":"${tenant.projectId}","name":"pair \\ud83d\\ude00","model":"openai/gpt-4o","metadata":{"k":"\\ud83d\\ude00"}}`));
+    expect(agent.name).toBe('pair 😀');
+    expect(agent.metadata).toEqual({ k: '😀' });
+  });
+});
+
+describe('nesting deeper than 128 levels: 400 before any handler, size check or database', () => {
+  test('agent settings (the size check used to overflow the stack)', async () => {
+    const body = `{"project_id":"${tenant.projectId}","name":"deep","model":"openai/gpt-4o","settings":{"k":${deep(5000)}}}`;
+    await expect400(await post('/v1/agents', body), /deeper than 128 levels/);
+  });
+
+  test('chat completions provider_options', async () => {
+    const body = `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"provider_options":{"k":${deep(10000)}}}`;
+    await expect400(await post('/v1/chat/completions', body), /deeper than 128 levels/);
+  });
+
+  test('POST /v1/messages answers in the native envelope', async () => {
+    const body = `{"model":"claude-sonnet-4-5","max_tokens":5,"messages":[{"role":"user","content":"hi"}],"metadata":{"k":${deep(10000)}}}`;
+    const response = await post('/v1/messages', body, { 'x-api-key': tenant.key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' });
+    expect(response.status).toBe(400);
+    expect(await json(response)).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/deeper than 128 levels/), request_id: expect.any(String) } });
+  });
+
+  test('128 levels are accepted', async () => {
+    // The body object and `settings` are two levels; the value takes the other 126.
+    const body = `{"project_id":"${tenant.projectId}","name":"deep-ok","model":"openai/gpt-4o","settings":{"k":${deep(126)}}}`;
+    const response = await post('/v1/agents', body);
+    expect(response.status).toBe(201);
+  });
+});
+
+describe('platform API', () => {
+  let server: Server;
+  let url: string;
+  beforeAll(async () => {
+    server = createServer(createPlatformApp({ db: api.deps.db, logger: createLogger({ level: 'silent' }) }).callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  test('an environment variable with a lone surrogate, or a deep body: 400 naming the field, nothing created', async () => {
+    const username = uniqueId('platform-json-');
+    await insertPlatformUser(api.deps.db, username, await hashPassword('pw'));
+    const accountId = (await insertPlatformAccount(api.deps.db, 'json')).id;
+    await grantPlatformAccount(api.deps.db, username, accountId);
+    const headers = { authorization: `Basic ${Buffer.from(`${username}:pw`).toString('base64')}`, 'content-type': 'application/json' };
+    const apps = `${url}/v1/accounts/${accountId}/apps`;
+    const app = await json(await fetch(apps, { method: 'POST', headers, body: JSON.stringify({ name: 'ok' }) }));
+
+    const bad = await fetch(`${apps}/${app.id}/environments`, { method: 'POST', headers, body: '{"name":"prod","variables":{"A":"x\\ud800"}}' });
+    expect(bad.status).toBe(400);
+    expect((await json(bad)).errors).toEqual([{ resource: 'request', field: 'variables.A', type: 'invalid_value', message: expect.stringMatching(/surrogate/) }]);
+    const tooDeep = await fetch(apps, { method: 'POST', headers, body: `{"name":"x","extra":${deep(3000)}}` });
+    expect(tooDeep.status).toBe(400);
+    expect((await json(await fetch(`${apps}/${app.id}/environments`, { headers }))).results).toEqual([]);
+  });
+});

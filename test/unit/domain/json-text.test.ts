@@ -1,0 +1,48 @@
+import { JsonTextError, MAX_JSON_DEPTH, parseJsonText } from '../../../src/json-text';
+
+const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
+const failure = (text: string): JsonTextError => {
+  try {
+    parseJsonText(text);
+  } catch (error) {
+    if (error instanceof JsonTextError) return error;
+    throw error;
+  }
+  throw new Error(`parsed: ${text.slice(0, 40)}`);
+};
+
+describe('parseJsonText', () => {
+  test('parses ordinary JSON, surrogate pairs included', () => {
+    expect(parseJsonText('{"a":[1,{"b":"x\\ud83d\\ude00"}],"c":null}')).toEqual({ a: [1, { b: 'x😀' }], c: null });
+  });
+
+  test('syntax errors', () => {
+    expect(failure('{"a":').kind).toBe('syntax');
+  });
+
+  test(`nesting: ${MAX_JSON_DEPTH} levels parse, one more is refused where it starts`, () => {
+    expect(parseJsonText(nested(MAX_JSON_DEPTH))).toBeInstanceOf(Array);
+    const error = failure(`{"settings":{"k":${nested(MAX_JSON_DEPTH - 1)}}}`);
+    expect(error.kind).toBe('depth');
+    expect(error.path).toBe(`settings.k${'[0]'.repeat(MAX_JSON_DEPTH - 2)}`);
+    // Far past the limit: refused the same way, no stack overflow.
+    expect(failure(nested(100_000)).kind).toBe('depth');
+  });
+
+  test.each([
+    ['a lone high surrogate', '{"messages":[{"content":"x\\ud800"}]}', 'messages[0].content'],
+    ['a lone low surrogate', '["\\udc00"]', '[0]'],
+    ['a reversed pair', '{"a":"\\ude00\\ud83d"}', 'a'],
+  ])('%s is refused, naming where', (_label, text, path) => {
+    const error = failure(text);
+    expect(error.kind).toBe('surrogate');
+    expect(error.path).toBe(path);
+    expect(error.message).toContain(path);
+  });
+
+  test('a key with a lone surrogate is refused', () => {
+    const error = failure('{"meta":{"k\\ud800":1}}');
+    expect(error.kind).toBe('surrogate');
+    expect(error.path).toBe('meta');
+  });
+});
