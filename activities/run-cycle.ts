@@ -141,14 +141,20 @@ export function createRunCycleActivities(deps: Deps) {
     // An interrupt of the run being claimed is not consumed here: its run's close does that,
     // so one whose signal was lost stays visible to the reconciler until the run ends. A
     // resumption takes the tool results, not a user.message that arrived while the run was in
-    // flight: that message starts its own run once this one ends.
+    // flight: that message starts its own run once this one ends. Nor does a run take a
+    // message sent after its own interrupt (the api claimed the run for an earlier message,
+    // and the workflow had not started it yet): the interrupt cancels what was sent before it,
+    // and the later message starts the next run.
     await client.query({
-      name: 'claim_write_v2',
+      name: 'claim_write_v3',
       text: `WITH consumed AS (
-         UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
+         UPDATE session_events e SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
           WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)
             AND NOT (type = 'user.interrupt' AND run_id IS NOT DISTINCT FROM $2)
-            AND NOT (type = 'user.message' AND $4::boolean))
+            AND NOT (type = 'user.message' AND $4::boolean)
+            AND NOT (type IN ('user.message', 'system.message') AND EXISTS (
+                  SELECT 1 FROM session_events i
+                   WHERE i.session_id = $1 AND i.processed_at IS NULL AND i.type = 'user.interrupt' AND i.run_id = $2 AND i.seq < e.seq)))
        UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`,
       values: [session.id, runId, RUN_STARTING_TYPES, kind === 'resume'],
     });

@@ -94,6 +94,32 @@ test('an interrupt that names a run before the workflow has started it still can
   expect(simulator.requests.some((r) => JSON.stringify(r.body).includes('never asked'))).toBe(false);
 });
 
+test('a message sent after the interrupt of a run not yet started gets a run of its own', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  // The api claimed a run for the first message; the interrupt names it; the second message
+  // comes after the interrupt. The workflow sees all three at its first claim.
+  await worker.stop();
+  try {
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text('cancelled one') }]);
+    await sendEvents(api.deps, session, [{ type: 'user.interrupt', content: [] }]);
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text('answered one') }]);
+  } finally {
+    worker = await startTestWorker(api.deps);
+  }
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  const closings = events.filter((e) => e.type === 'session.status_idle');
+  expect(closings.map((e) => e.stop_reason)).toEqual(['user_cancelled', 'end_turn']);
+  const { rows: messages } = await api.deps.db.query("SELECT run_id, processed_at FROM session_events WHERE session_id = $1 AND type = 'user.message' ORDER BY seq", [session.sessionId]);
+  expect(messages).toHaveLength(2);
+  expect(messages[1].processed_at).not.toBeNull();
+  expect(messages[1].run_id).not.toBe(messages[0].run_id);
+  expect(events.filter((e) => e.type === 'agent.message')).toHaveLength(1);
+  // One model call, the second run's: the cancelled message is in its history, as sent.
+  const calls = simulator.requests.filter((r) => JSON.stringify(r.body).includes('cancelled one'));
+  expect(calls).toHaveLength(1);
+  expect(JSON.stringify(calls[0]!.body)).toContain('answered one');
+});
+
 test("an interrupt already in the log when the run is claimed (its signal not yet arrived) cancels the run before any model call", async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId);
   await worker.stop();
