@@ -188,10 +188,14 @@ export function toolResultErrorCode(content: ToolResultBlock[]): string | null {
 export function planEvents(state: RunState, events: SentEvent[], options: { newRunId: string; asyncEnabled: boolean }): EventPlan {
   const first = events[0]!;
   if (first.type === 'user.interrupt') {
+    // Interrupting a paused run cancels its outstanding calls: a result sent after the
+    // interrupt is refused (409) like any cancelled call's, rather than accepted for a run
+    // that is ending. The calls stay pending until the next message answers them as cancelled.
+    const paused = state.active_run_id !== null && state.pending_tool_use_ids.length > 0;
     return {
       ok: true,
       append: [{ type: 'user.interrupt', content: [], run_id: state.active_run_id }],
-      state,
+      state: paused ? { ...state, cancelled_tool_use_ids: union(state.cancelled_tool_use_ids, state.pending_tool_use_ids) } : state,
       signal: state.active_run_id ? { kind: 'interrupt', runId: state.active_run_id } : null,
       runStarting: false,
     };
@@ -238,7 +242,7 @@ export function planEvents(state: RunState, events: SentEvent[], options: { newR
         processed: true,
       });
     }
-    next = { ...state, pending_tool_use_ids: [], cancelled_tool_use_ids: [...state.cancelled_tool_use_ids, ...state.pending_tool_use_ids] };
+    next = { ...state, pending_tool_use_ids: [], cancelled_tool_use_ids: union(state.cancelled_tool_use_ids, state.pending_tool_use_ids) };
   }
   for (const event of events) append.push({ type: event.type, content: event.content ?? [] });
 
@@ -254,3 +258,5 @@ export function planEvents(state: RunState, events: SentEvent[], options: { newR
     runStarting: hasUserMessage,
   };
 }
+
+const union = (a: string[], b: string[]): string[] => [...new Set([...a, ...b])];

@@ -113,6 +113,24 @@ test('pause rules end to end: message while paused is 400, interrupt ends the pa
   expect(late.status).toBe(409);
 });
 
+test('a tool result sent after the interrupt of its paused run is refused (409), as a cancelled call', async () => {
+  const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object' } }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:lookup {"q":3}]]' }] }]);
+  const toolUseId = (await waitForClosing(sessionId)).at(-1)!.tool_use_ids[0];
+  // Sent back to back: the run may not have closed yet when the result comes.
+  expect((await send(sessionId, [{ type: 'user.interrupt' }])).status).toBe(200);
+  const late = await send(sessionId, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'after the interrupt' }] }]);
+  expect(late.status).toBe(409);
+  expect(late.body.error.message).toMatch(/already cancelled/);
+  expect((await waitForClosing(sessionId, 2)).at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
+
+  // The next message answers the call as cancelled, once, and runs.
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'next' }] }])).status).toBe(200);
+  const events = await waitForClosing(sessionId, 3);
+  expect(events.filter((e) => e.type === 'user.tool_result').map((e) => e.content[0])).toEqual([expect.objectContaining({ tool_use_id: toolUseId, error_code: 'cancelled' })]);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+});
+
 test('tool results sent over HTTP resume the paused run', async () => {
   const sessionId = await newSession([{ name: 'lookup', input_schema: { type: 'object' } }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:lookup {"q":2}]]' }] }]);
