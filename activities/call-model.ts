@@ -13,7 +13,7 @@ import {
 } from '../src/providers';
 import { estimateRequestTokens } from '../src/providers/tokens';
 import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
-import { zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
+import { creditsExhaustedForRun, zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
@@ -87,7 +87,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
      * `agent.message`, `agent.tool_use` and `session.turn_usage`. A retried activity finds
      * the turn already recorded and returns it without calling the model again.
      */
-    async callModel(input: { sessionId: string; runId: string; turn: number; cycleKey: string }): Promise<TurnOutcome> {
+    async callModel(input: { sessionId: string; runId: string; turn: number; cycleKey: string; unbilledCreditsNano?: number }): Promise<TurnOutcome> {
       const keyPrefix = `${input.runId}:turn:${input.turn}`;
       const context = await loadRunContext(deps.db, input.sessionId, input.runId);
       const model = findModel(context.agent.model);
@@ -96,6 +96,9 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const conversation = buildConversation(context);
       if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
       assertRunHoldsSession(context.session, input.runId);
+      if (creditsExhaustedForRun(context.balanceNano, input.unbilledCreditsNano ?? 0)) {
+        throw ApplicationFailure.create({ type: 'rate_limit_error', message: 'the project credit balance is exhausted', nonRetryable: true });
+      }
 
       const request = runRequest(context, model, conversation);
       if (estimateRequestTokens(request) + outputReserve(model, context.agent.max_tokens) > model.context_window) {

@@ -32,6 +32,8 @@ export interface RunContext {
   events: EventRow[];
   /** The citations recorded by the given run's knowledge-base tool results, in retrieval order (all of the run, compacted or not). */
   runCitations: Citation[][];
+  /** The project's credit balance as this read found it (nothing the run has not been billed for yet is in it). */
+  balanceNano: bigint;
 }
 
 export async function loadRunContext(db: Queryable, sessionId: string, runId: string | null = null): Promise<RunContext> {
@@ -42,8 +44,9 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
       agent: AgentRow;
       compaction: { seq: number; through: number | null; summary: string | null } | null;
       run_citations: Citation[][];
+      balance_nano: string | null;
     }>({
-      name: 'run_context',
+      name: 'run_context_v2',
       text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id, 'active_run_id', s.active_run_id) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
@@ -51,13 +54,15 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
                  FROM session_events e WHERE e.session_id = s.id AND e.type = 'session.compaction'
                 ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) AS compaction,
               (SELECT COALESCE(json_agg(e.attributes->'_citations' ORDER BY e.created_at, e.seq), '[]'::json)
-                 FROM session_events e WHERE e.session_id = s.id AND e.run_id = $2 AND e.attributes ? '_citations') AS run_citations
+                 FROM session_events e WHERE e.session_id = s.id AND e.run_id = $2 AND e.attributes ? '_citations') AS run_citations,
+              (SELECT c.balance_nano::text FROM project_credits c WHERE c.project_id = s.project_id) AS balance_nano
          FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1`,
       values: [sessionId, runId],
     })
   ).rows[0];
   if (!row) throw new Error(`session ${sessionId} not found`);
   const { session, agent, compaction, run_citations: runCitations } = row;
+  const balanceNano = BigInt(row.balance_nano ?? 0);
   const throughSeq = compaction ? Number(compaction.through ?? compaction.seq) : 0;
   const events = (
     await db.query<EventRow>({
@@ -67,7 +72,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
     })
   ).rows;
   const summary = compaction ? (typeof compaction.summary === 'string' ? compaction.summary : '') : undefined;
-  return { session, agent, events, summary, runCitations };
+  return { session, agent, events, summary, runCitations, balanceNano };
 }
 
 /**

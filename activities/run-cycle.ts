@@ -3,13 +3,13 @@ import { isDevelopment } from '../src/config';
 import type { Deps } from '../src/deps';
 import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
 import { jsonSchemaError } from '../src/domain/json-schema';
-import { addUsage, CLIENT_SAFE_MESSAGES, traceparentFor, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
+import { addUsage, CLIENT_SAFE_MESSAGES, CREDITS_EXHAUSTED_MESSAGE, creditsExhaustedForRun, traceparentFor, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
-import { debitCredits } from '../src/billing/credits';
+import { debitCredits, getBalanceNano } from '../src/billing/credits';
 import { createHash } from 'node:crypto';
 
 /**
@@ -213,7 +213,7 @@ export function createRunCycleActivities(deps: Deps) {
     if (input.errorCode) {
       closing = {
         type: 'session.error',
-        content: [{ type: 'error', message: CLIENT_SAFE_MESSAGES[input.errorCode], code: input.errorCode }],
+        content: [{ type: 'error', message: await errorMessage(client, session.project_id, input.errorCode, usage), code: input.errorCode }],
         usage,
         error_code: input.errorCode,
         run_id: input.runId,
@@ -289,6 +289,12 @@ export function createRunCycleActivities(deps: Deps) {
       await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
     }
     return { ...updated[0]!, agent: session.agent };
+  }
+
+  /** The closing message: a run the credit check stopped says so, not that the provider limited it. */
+  async function errorMessage(client: PoolClient, projectId: string, code: RunErrorCode, usage: RunUsage): Promise<string> {
+    if (code === 'rate_limit_error' && creditsExhaustedForRun(await getBalanceNano(client, projectId), usage.credits_nano)) return CREDITS_EXHAUSTED_MESSAGE;
+    return CLIENT_SAFE_MESSAGES[code];
   }
 
   return {

@@ -162,7 +162,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           if (turns >= cycle.limits.maxIterations) return { kind: 'stop', stopReason: 'max_iterations' };
           const turn = turns + 1;
           setCurrentDetails(`Run ${cycle.runId}: turn ${turn} on ${cycle.model}`);
-          const outcome = await modelActivities(`turn ${turn} · ${cycle.model}`).callModel({ sessionId, runId: cycle.runId, turn, cycleKey: cycle.cycleKey });
+          const outcome = await modelActivities(`turn ${turn} · ${cycle.model}`).callModel({ sessionId, runId: cycle.runId, turn, cycleKey: cycle.cycleKey, unbilledCreditsNano: usage.credits_nano });
           usage = addUsage(usage, outcome.usage);
           if (outcome.needsCompaction) {
             if (compactedThisTurn) return { kind: 'error', code: 'context_exceeded' };

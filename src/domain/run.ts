@@ -32,6 +32,16 @@ export const CLIENT_SAFE_MESSAGES: Record<RunErrorCode, string> = {
   internal_error: 'An internal error ended the run.',
 };
 
+/**
+ * Credits during a run. The api refuses run-starting requests on an exhausted balance; a run
+ * already going checks before each model call, counting what its current cycle has used and
+ * not yet been billed for (a cycle is billed when it closes), so a small balance cannot pay
+ * for a long tool loop. Concurrent runs overshoot only by what is in flight. The spec's run
+ * error codes have no credits code: the run ends `rate_limit_error` (a quota), with this message.
+ */
+export const creditsExhaustedForRun = (balanceNano: bigint, unbilledCreditsNano: number): boolean => balanceNano - BigInt(unbilledCreditsNano) <= 0n;
+export const CREDITS_EXHAUSTED_MESSAGE = "The project's credit balance is exhausted; grant or top up credits, then send the message again.";
+
 export const isRunErrorCode = (value: unknown): value is RunErrorCode => (RUN_ERROR_CODES as readonly unknown[]).includes(value);
 
 export interface RunUsage {

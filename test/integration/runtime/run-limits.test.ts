@@ -1,6 +1,7 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { startTestSimulator, type Simulator } from '../../support/simulator';
 import { createTenant, type Tenant } from '../../support/factories';
+import { getBalanceNano, grantCredits } from '../../../src/billing/credits';
 import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent, listEvents } from '../../support/runtime';
 
 /**
@@ -107,8 +108,25 @@ test('rate_limit_error: a 429 is retried with back-off, then reported', async ()
   await sendEvents(production.deps, session, [{ type: 'user.message', content: text('[[error:429]] busy') }]);
   const { event } = await waitForEvent(production.deps, session.sessionId, 'closing', 1, 40_000);
   expect(event.error_code).toBe('rate_limit_error');
+  expect(event.content[0].message).toMatch(/provider is rate limiting/);
   const attempts = simulator.requests.filter((r) => JSON.stringify(r.body).includes('[[error:429]] busy'));
   expect(attempts.length).toBe(4);
+});
+
+test('credits: a run stops before the model call its balance can no longer pay for, billed for the turns it made', async () => {
+  // One nano-credit: enough for the api to accept the message; the first turn costs more.
+  const poor = await createTenant(timed.deps.db, { credits: 0n });
+  await grantCredits(timed.deps.db, poor.projectId, 1n);
+  const session = await createAgentAndSession(timed.deps, poor.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  await sendEvents(timed.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"loop"}]] [[repeat:20]] credits loop') }]);
+  const { event, events } = await waitForEvent(timed.deps, session.sessionId, 'closing');
+  expect(event).toMatchObject({ type: 'session.error', error_code: 'rate_limit_error' });
+  expect(event.content[0]).toEqual({ type: 'error', code: 'rate_limit_error', message: expect.stringMatching(/credit balance is exhausted/) });
+  const turns = events.filter((e) => e.type === 'session.turn_usage');
+  expect(turns).toHaveLength(1);
+  expect(simulator.requests.filter((r) => JSON.stringify(r.body).includes('credits loop'))).toHaveLength(1);
+  expect(event.usage.credits_nano).toBe(turns[0]!.content[0].credits_nano);
+  expect(await getBalanceNano(timed.deps.db, poor.projectId)).toBe(1n - BigInt(event.usage.credits_nano));
 });
 
 test('compaction: the oldest turns are summarized into session.compaction; originals stay in the log', async () => {
