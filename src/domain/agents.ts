@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CATALOG_MAX_OUTPUT_TOKENS, findModel, hasCapability } from '../providers/catalog';
+import { CATALOG_MAX_OUTPUT_TOKENS, findModel, hasCapability, isMediaModelId } from '../providers/catalog';
 import { toolsSchema, type ToolEntry } from './agent-tool-entries';
 import { chars, metadataKey, metadataMap, metadataValue, METADATA_LIMITS, nonEmptyChars, openObject, pageLimit, utf8Bytes, isPlainObject } from './fields';
 
@@ -181,7 +181,10 @@ export function agentFieldsFromCreate(input: AgentCreate): AgentFields {
  */
 export function modelRuleError(fields: Pick<AgentFields, 'model' | 'temperature' | 'reasoning_effort' | 'max_tokens'>): FieldError | undefined {
   const record = findModel(fields.model);
-  if (!record) return { param: 'model', message: `model: unknown model '${fields.model}'; see GET /v1/models` };
+  if (!record) {
+    const kind = isMediaModelId(fields.model) ? 'is a media model; agents need a chat model' : 'unknown model';
+    return { param: 'model', message: `model: '${fields.model}' ${kind}; see GET /v1/models` };
+  }
   if (!hasCapability(record, 'tools')) return { param: 'model', message: `model: '${fields.model}' does not support the 'tools' capability` };
   if (fields.temperature !== null) {
     const error = temperatureError(fields.model, fields.temperature);

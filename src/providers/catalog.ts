@@ -225,6 +225,9 @@ export function findMediaModel(id: string, capability: MediaCapability): MediaMo
   return model?.capabilities.includes(capability) ? model : undefined;
 }
 
+/** Whether `id` names a media model (of any capability): a known model, of the other catalog. */
+export const isMediaModelId = (id: string): boolean => MEDIA_BY_ID.has(id);
+
 export function listMediaModels(capability?: MediaCapability): MediaModelRecord[] {
   return MEDIA_MODELS.filter((model) => !capability || model.capabilities.includes(capability));
 }

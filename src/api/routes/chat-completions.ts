@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Deps } from '../../deps';
 import { ChatCompletionRequest, checkChatRequest } from '../../domain/chat';
 import { authenticate } from '../../auth/middleware';
-import { findModel } from '../../providers/catalog';
+import { chatModelFor } from '../model-lookup';
 import { sseMessage } from '../../providers/sse';
 import { chatToUnified } from '../../providers/shapes/chat-to-unified';
 import { createChatChunker, unifiedToChat } from '../../providers/shapes/unified-to-chat';
@@ -14,7 +14,6 @@ import { parseInput } from '../validate';
 import { createGateway, relayUpstreamFailure, toGatewayError, type GatewayOptions } from './gateway/gateway';
 import { writeSse } from './gateway/sse';
 
-export const modelNotFound = (model: string) => new ApiError(404, 'not_found_error', `model '${model}' not found; see GET /v1/models`);
 
 /** The gateway envelope as a chat completion chunk: the openai SDK raises it as an APIError. */
 function chatErrorChunk(ctx: AppContext, error: Error): string {
@@ -34,8 +33,7 @@ export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}):
     jsonBody(deps.config.BODY_LIMIT_BYTES),
     async (ctx) => {
       const body = parseInput(ChatCompletionRequest, ctx.request.body);
-      const model = findModel(body.model);
-      if (!model) throw modelNotFound(body.model);
+      const model = chatModelFor(body.model, 'chat completions');
       const violation = checkChatRequest(body, model);
       if (violation) throw badRequest(`${violation.param}: ${violation.message}`, violation.param);
       const request = chatToUnified(body, model);

@@ -106,6 +106,7 @@ describe('limits: at the bound accepted, one past it 400', () => {
   test('model must be <provider>/<model-name>, in the catalog, with the tools capability', async () => {
     await expect400({ model: 'gpt-4o' }, /provider/);
     await expect400({ model: 'openai/not-a-model' }, /unknown model/);
+    await expect400({ model: 'openai/gpt-image-1' }, /is a media model; agents need a chat model/);
     await expect400({ model: 'openai/gpt-4o-search-preview' }, /tools/);
   });
 

@@ -157,6 +157,12 @@ describe('validation', () => {
 
   test('an unknown model is 404; a missing key 401 with WWW-Authenticate', async () => {
     expect((await post({ ...base, model: 'openai/gpt-99' })).status).toBe(404);
+    // A known model of the other catalog is the caller's mistake of kind, not an unknown one.
+    for (const model of ['openai/gpt-image-1', 'openai/tts-1', 'openai/whisper-1']) {
+      const media = await post({ ...base, model });
+      expect(media.status).toBe(400);
+      expect((await json(media)).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/is a media model/) });
+    }
     const anonymous = await fetch(`${env.api.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(base) });
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);

@@ -19,7 +19,8 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { chatModelFor, type ContentServices } from './helpers';
+import { type ContentServices } from './helpers';
+import { chatModelFor } from '../../model-lookup';
 
 export const imageTooLarge = () =>
   new ApiError(413, 'request_too_large', `the image exceeds the limit of ${MAX_ALT_TEXT_IMAGE_BYTES} bytes (${MAX_ALT_TEXT_IMAGE_BYTES / 1024 / 1024} MiB) decoded`);
@@ -36,7 +37,7 @@ export function mountAltText(router: Router<AppState, AppContext>, services: Con
       const body = parseInput(AltTextRequest, ctx.request.body);
       const image = altTextImage(body);
       if (image.kind === 'base64' && base64DecodedBytes(image.data) > MAX_ALT_TEXT_IMAGE_BYTES) throw imageTooLarge();
-      const model = chatModelFor(body.model ?? DEFAULT_ALT_TEXT_MODEL, 'vision', 'alt text');
+      const model = chatModelFor(body.model ?? DEFAULT_ALT_TEXT_MODEL, 'alt text', 'vision');
       const instruction = body.context ? `Write the alt text for this image. It appears in this context: ${body.context}` : 'Write the alt text for this image.';
       const request: UnifiedRequest = {
         model,

@@ -1,13 +1,11 @@
 import type { Deps } from '../../../deps';
 import { assertCredits, callerFields, chargeUsage } from '../../../billing/usage';
-import { findMediaModel, findModel, listMediaModels, type Capability, type MediaCapability, type MediaModelRecord, type ModelRecord } from '../../../providers/catalog';
 import { createOpenAIAudioClient } from '../../../providers/openai/audio';
 import { createOpenAIImagesClient } from '../../../providers/openai/images';
 import { ApiError, badRequest } from '../../errors';
 import type { AppContext } from '../../types';
 import { createGateway, type Gateway, type GatewayOptions } from '../gateway/gateway';
 import { blockListModerator, contentBlocked, type Moderator } from '../gateway/moderation';
-import { modelNotFound } from '../chat-completions';
 
 export type ContentOperation = 'taxonomy' | 'transcription' | 'image' | 'alt_text' | 'speech';
 
@@ -71,23 +69,3 @@ export function createContentServices(deps: Deps, options: GatewayOptions = {}):
   };
 }
 
-/** A chat catalog model with `capability`: 404 when unknown, 400 when it cannot do the job. */
-export function chatModelFor(id: string, capability: Capability, purpose: string): ModelRecord {
-  const model = findModel(id);
-  if (!model) throw findAnyMediaModel(id) ? badRequest(`model: ${id} cannot be used for ${purpose}`, 'model') : modelNotFound(id);
-  if (!model.capabilities.includes(capability)) throw badRequest(`model: ${id} lacks the '${capability}' capability needed for ${purpose}`, 'model');
-  return model;
-}
-
-/** A media model with `capability`: 404 when unknown, 400 when it is a model of another kind. */
-export function mediaModelFor(id: string, capability: MediaCapability): MediaModelRecord {
-  const model = findMediaModel(id, capability);
-  if (model) return model;
-  if (findModel(id) || findAnyMediaModel(id)) {
-    const accepted = listMediaModels(capability).map((m) => m.id);
-    throw badRequest(`model: ${id} does not support ${capability.replace('_', ' ')}; use one of ${accepted.join(', ')}`, 'model');
-  }
-  throw modelNotFound(id);
-}
-
-const findAnyMediaModel = (id: string) => listMediaModels().find((model) => model.id === id);

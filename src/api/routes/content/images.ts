@@ -9,7 +9,8 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { mediaModelFor, type ContentServices } from './helpers';
+import { type ContentServices } from './helpers';
+import { mediaModelFor } from '../../model-lookup';
 
 /** POST /v1/images/generations: the OpenAI images API, request and answer in its shape. */
 export function mountImages(router: Router<AppState, AppContext>, services: ContentServices): void {

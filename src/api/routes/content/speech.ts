@@ -8,7 +8,8 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { mediaModelFor, type ContentServices } from './helpers';
+import { type ContentServices } from './helpers';
+import { mediaModelFor } from '../../model-lookup';
 
 /** Names the catalog model that spoke, since the body is the audio itself. */
 export const MODEL_HEADER = 'X-Model';

@@ -17,7 +17,8 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { chatModelFor, type ContentServices } from './helpers';
+import { type ContentServices } from './helpers';
+import { chatModelFor } from '../../model-lookup';
 
 const unreadableAnswer = () => new ApiError(502, 'upstream_error', 'the model answered with something that does not match the taxonomy schema');
 
@@ -42,7 +43,7 @@ export function mountTaxonomy(router: Router<AppState, AppContext>, services: Co
     jsonBody(deps.config.BODY_LIMIT_BYTES),
     async (ctx) => {
       const body = parseInput(TaxonomyRequest, ctx.request.body);
-      const model = chatModelFor(body.model ?? DEFAULT_TAXONOMY_MODEL, 'json_output', 'taxonomy suggestion');
+      const model = chatModelFor(body.model ?? DEFAULT_TAXONOMY_MODEL, 'taxonomy suggestion', 'json_output');
       if (!model.parameters.response_format_type.includes('json_schema')) {
         throw badRequest(`model: ${model.id} does not accept response_format json_schema (structured output)`, 'model');
       }

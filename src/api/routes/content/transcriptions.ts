@@ -22,7 +22,8 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { mediaModelFor, type ContentServices } from './helpers';
+import { type ContentServices } from './helpers';
+import { mediaModelFor } from '../../model-lookup';
 
 export const audioTooLarge = () =>
   new ApiError(413, 'request_too_large', `audio exceeds the limit of ${MAX_TRANSCRIPTION_AUDIO_BYTES} bytes (25 MiB) decoded`);

@@ -1,0 +1,31 @@
+import { findMediaModel, findModel, isMediaModelId, listMediaModels, type Capability, type MediaCapability, type MediaModelRecord, type ModelRecord } from '../providers/catalog';
+import { ApiError, badRequest } from './errors';
+
+/**
+ * Model ids from requests, resolved against the catalogs: chat models (chat completions,
+ * content helpers that chat) and media models (images, speech, transcription) are apart, so
+ * a model of the other kind is a 400 naming `model`, an unknown one 404.
+ */
+export const modelNotFound = (model: string) => new ApiError(404, 'not_found_error', `model '${model}' not found; see GET /v1/models`);
+
+/**
+ * A chat catalog model (with `capability`, when one is needed): 404 when unknown, 400 when it is
+ * a media model or lacks the capability.
+ */
+export function chatModelFor(id: string, purpose: string, capability?: Capability): ModelRecord {
+  const model = findModel(id);
+  if (!model) throw isMediaModelId(id) ? badRequest(`model: ${id} is a media model and cannot be used for ${purpose}; see GET /v1/models for chat models`, 'model') : modelNotFound(id);
+  if (capability && !model.capabilities.includes(capability)) throw badRequest(`model: ${id} lacks the '${capability}' capability needed for ${purpose}`, 'model');
+  return model;
+}
+
+/** A media model with `capability`: 404 when unknown, 400 when it is a model of another kind. */
+export function mediaModelFor(id: string, capability: MediaCapability): MediaModelRecord {
+  const model = findMediaModel(id, capability);
+  if (model) return model;
+  if (findModel(id) || isMediaModelId(id)) {
+    const accepted = listMediaModels(capability).map((m) => m.id);
+    throw badRequest(`model: ${id} does not support ${capability.replace('_', ' ')}; use one of ${accepted.join(', ')}`, 'model');
+  }
+  throw modelNotFound(id);
+}
