@@ -117,15 +117,17 @@ function keyedRecord<V extends z.ZodType>(pattern: RegExp, keyRule: string, valu
 
 const METADATA_KEY = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,127}$/;
 const METADATA_KEY_RULE = 'metadata keys are 1-128 characters from A-Z a-z 0-9 _ : - and start with a letter, digit or _';
-const metadataValue = z.string().max(KB_LIMITS.metadataValueChars);
+// The type first, then each limit with its own message (a union's error would hide which limit failed).
+const metadataValue = z.union([z.string(), z.array(z.string())], { error: 'metadata values must be strings or arrays of strings' }).superRefine((value, ctx) => {
+  if (Array.isArray(value) && value.length > KB_LIMITS.metadataValues) {
+    ctx.addIssue({ code: 'custom', message: `metadata arrays hold at most ${KB_LIMITS.metadataValues} strings` });
+  }
+  if ((Array.isArray(value) ? value : [value]).some((item) => item.length > KB_LIMITS.metadataValueChars)) {
+    ctx.addIssue({ code: 'custom', message: `metadata strings are at most ${KB_LIMITS.metadataValueChars} characters` });
+  }
+});
 
-export const DocumentMetadataSchema = keyedRecord(
-  METADATA_KEY,
-  METADATA_KEY_RULE,
-  z.union([metadataValue, z.array(metadataValue).max(KB_LIMITS.metadataValues)], {
-    error: 'metadata values must be strings or arrays of strings',
-  }),
-).refine((v) => Object.keys(v).length <= KB_LIMITS.metadataKeys, `at most ${KB_LIMITS.metadataKeys} metadata keys`);
+export const DocumentMetadataSchema = keyedRecord(METADATA_KEY, METADATA_KEY_RULE, metadataValue).refine((v) => Object.keys(v).length <= KB_LIMITS.metadataKeys, `at most ${KB_LIMITS.metadataKeys} metadata keys`);
 
 export const DocumentIdSchema = z
   .string()

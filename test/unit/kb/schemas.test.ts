@@ -13,6 +13,12 @@ describe('schemas', () => {
     expect(DocumentInputSchema.parse({ content: 'c', language: 'FR' }).language).toBe('fr');
     expect(DocumentInputSchema.safeParse({ content: 'c', metadata: { a: ['x', 'y'], b: 'z' } }).success).toBe(true);
     expect(DocumentInputSchema.safeParse({ content: 'c', metadata: { a: null } }).success).toBe(false);
+    const messages = (metadata: unknown) => DocumentInputSchema.safeParse({ content: 'c', metadata }).error?.issues.map((issue) => issue.message);
+    expect(messages({ a: Array(100).fill('x'), b: 'y'.repeat(1024) })).toBeUndefined();
+    expect(messages({ a: Array(101).fill('x') })).toEqual(['metadata arrays hold at most 100 strings']);
+    expect(messages({ a: 'y'.repeat(1025) })).toEqual(['metadata strings are at most 1024 characters']);
+    expect(messages({ a: ['x', 'y'.repeat(1025)] })).toEqual(['metadata strings are at most 1024 characters']);
+    expect(messages({ a: 1 })).toEqual(['metadata values must be strings or arrays of strings']);
     expect(DocumentInputSchema.safeParse({ content: 'c', created_at: '2024-01-01T00:00:00.123456+05:30' }).success).toBe(true);
   });
 
