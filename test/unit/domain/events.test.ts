@@ -57,6 +57,20 @@ describe('planEvents', () => {
     expect(planEvents({ ...idle, active_run_id: 'r1' }, [interrupt], options)).toMatchObject({ ok: true, signal: { kind: 'interrupt', runId: 'r1' }, runStarting: false });
     expect(planEvents(idle, [interrupt], options)).toMatchObject({ ok: true, signal: null, state: idle });
   });
+
+  test('interrupting a paused run cancels its outstanding calls: their results are 409, the next message answers them once', () => {
+    const interrupt = { type: 'user.interrupt' } as SentEvent;
+    const paused: RunState = { active_run_id: 'r1', pending_tool_use_ids: ['t1', 't2'], cancelled_tool_use_ids: ['t0'] };
+    const interrupted = planEvents(paused, [interrupt], options);
+    if (!interrupted.ok) throw new Error('refused');
+    expect(interrupted.state).toEqual({ active_run_id: 'r1', pending_tool_use_ids: ['t1', 't2'], cancelled_tool_use_ids: ['t0', 't1', 't2'] });
+    expect(planEvents(interrupted.state, [result('t1')], options)).toMatchObject({ ok: false, status: 409 });
+    // The run has closed (the worker clears active_run_id); the next message writes the synthetic results.
+    const next = planEvents({ ...interrupted.state, active_run_id: null }, [message], options);
+    if (!next.ok) throw new Error('refused');
+    expect(next.append.filter((e) => e.type === 'user.tool_result')).toHaveLength(2);
+    expect(next.state.cancelled_tool_use_ids).toEqual(['t0', 't1', 't2']);
+  });
 });
 
 describe('toolResultErrorCode', () => {
