@@ -11,6 +11,10 @@ const bool = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
 
+// Public (it is in this file): anyone could sign browser and identity-provider tokens with it,
+// so only a development environment may run on it.
+const DEVELOPMENT_GATEWAY_SECRET = 'development-secret-change-me-development-secret';
+
 export const ConfigSchema = z.object({
   ENVIRONMENT: z.string().min(1).default('development'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -41,7 +45,7 @@ export const ConfigSchema = z.object({
   PLATFORM_RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(10),
   PLATFORM_RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(30),
   /** Secret for signing browser session tokens and encrypting site secrets (hex or any string, >= 32 chars). */
-  GATEWAY_SECRET: z.string().min(32).default('development-secret-change-me-development-secret'),
+  GATEWAY_SECRET: z.string().min(32).default(DEVELOPMENT_GATEWAY_SECRET),
   /** OIDC issuer and JWKS URL for identity-provider tokens; the dev issuer is built in. */
   OIDC_ISSUER: z.string().min(1).default('agent-gateway-dev-issuer'),
   OIDC_JWKS_URL: optionalString,
@@ -98,6 +102,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  if (result.data.ENVIRONMENT !== 'development' && result.data.GATEWAY_SECRET === DEVELOPMENT_GATEWAY_SECRET) {
+    throw new ConfigError(`invalid configuration: GATEWAY_SECRET: the development default is public; set a long random secret when ENVIRONMENT is '${result.data.ENVIRONMENT}'`);
   }
   return result.data;
 }

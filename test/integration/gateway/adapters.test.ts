@@ -186,6 +186,6 @@ test('in development without keys every provider defaults to the simulator; a ke
   expect(providers.baseUrls).toEqual({ openai: `${sim.url}/v1`, anthropic: sim.url, google: sim.url });
   const withKeys = createProviderRegistry(loadConfig({ ENVIRONMENT: 'development', OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k', GOOGLE_API_KEY: 'k' }));
   expect(withKeys.baseUrls).toEqual({ openai: 'https://api.openai.com/v1', anthropic: 'https://api.anthropic.com', google: 'https://generativelanguage.googleapis.com' });
-  const production = createProviderRegistry(loadConfig({ ENVIRONMENT: 'production' }));
+  const production = createProviderRegistry(loadConfig({ ENVIRONMENT: 'production', GATEWAY_SECRET: 'production-secret-'.padEnd(48, 'x') }));
   expect(production.baseUrls.openai).toBe('https://api.openai.com/v1');
 });

@@ -18,7 +18,7 @@ let tenant: Tenant;
 beforeAll(async () => {
   simulator = await startTestSimulator();
   api = await startApi({ SIMULATOR_URL: simulator.url, RUN_MAX_ITERATIONS: '1', RUN_TIMEOUT_MS: '6000', UPSTREAM_TIMEOUT_MS: '30000' });
-  production = await startApi({ ENVIRONMENT: 'staging', OPENAI_BASE_URL: `${simulator.url}/v1`, UPSTREAM_TIMEOUT_MS: '700' });
+  production = await startApi({ ENVIRONMENT: 'staging', GATEWAY_SECRET: 'staging-secret-'.padEnd(48, 'x'), OPENAI_BASE_URL: `${simulator.url}/v1`, UPSTREAM_TIMEOUT_MS: '700' });
   timed = await startApi({ SIMULATOR_URL: simulator.url, RUN_TIMEOUT_MS: '5000' });
   workers = [await startTestWorker(api.deps), await startTestWorker(production.deps), await startTestWorker(timed.deps)];
   tenant = await createTenant(api.deps.db, { credits: 100n });
