@@ -7,12 +7,15 @@
  *   (`JSON.stringify` in a size check, Postgres' jsonb parser) and would surface as a 500;
  * - strings (keys too) must be well-formed UTF-16. A `\ud800` escape with no partner parses
  *   to a lone surrogate, which jsonb refuses and a text column silently stores as U+FFFD, so
- *   the value would neither be stored nor round-trip.
+ *   the value would neither be stored nor round-trip;
+ * - no key is `__proto__`. JSON.parse keeps it as a plain key, but copying the object (as
+ *   schema parsing does) sets a prototype instead, so the entry would silently vanish: a
+ *   metadata filter `{"__proto__": [...]}` would filter nothing.
  */
 export const MAX_JSON_DEPTH = 128;
 
 export class JsonTextError extends Error {
-  readonly kind: 'syntax' | 'depth' | 'surrogate';
+  readonly kind: 'syntax' | 'depth' | 'surrogate' | 'key';
   /** Where in the body the problem is (`messages[0].content`), or undefined for the whole body. */
   readonly path: string | undefined;
 
@@ -53,6 +56,7 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number)
   }
   for (const key in value) {
     if (!key.isWellFormed()) throw new JsonTextError('surrogate', `a key in ${describe(path)} contains an unpaired UTF-16 surrogate`, pathText(path));
+    if (key === '__proto__') throw new JsonTextError('key', `${describe(path)} has a key named __proto__, which is not accepted`, pathText(path));
     path.push(key);
     checkValue((value as Record<string, unknown>)[key], path, depth + 1);
     path.pop();

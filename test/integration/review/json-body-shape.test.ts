@@ -67,6 +67,11 @@ describe('unpaired surrogates: 400 naming the field, nothing written', () => {
   });
 });
 
+test('a __proto__ key (which object copies would drop silently, widening a filter) is 400 naming where', async () => {
+  const body = `{"project_id":"${tenant.projectId}","name":"proto","model":"openai/gpt-4o","tools":[{"type":"knowledge_base","name":"kb","collection_id":"kbc_x","filters":{"metadata":{"__proto__":["public"]}}}]}`;
+  await expect400(await post('/v1/agents', body), /tools\[0\]\.filters\.metadata has a key named __proto__/);
+});
+
 describe('nesting deeper than 128 levels: 400 before any handler, size check or database', () => {
   test('agent settings (the size check used to overflow the stack)', async () => {
     const body = `{"project_id":"${tenant.projectId}","name":"deep","model":"openai/gpt-4o","settings":{"k":${deep(5000)}}}`;

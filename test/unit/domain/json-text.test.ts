@@ -40,6 +40,14 @@ describe('parseJsonText', () => {
     expect(error.message).toContain(path);
   });
 
+  test('a __proto__ key is refused wherever it is', () => {
+    const error = failure('{"filters":{"metadata":{"__proto__":["public"]}}}');
+    expect(error.kind).toBe('key');
+    expect(error.path).toBe('filters.metadata');
+    expect(failure('{"__proto__":{}}').path).toBeUndefined();
+    expect(parseJsonText('{"constructor":1,"prototype":2}')).toEqual({ constructor: 1, prototype: 2 });
+  });
+
   test('a key with a lone surrogate is refused', () => {
     const error = failure('{"meta":{"k\\ud800":1}}');
     expect(error.kind).toBe('surrogate');
