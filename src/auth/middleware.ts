@@ -35,7 +35,7 @@ export const invalidToken = () =>
     headers: { 'WWW-Authenticate': `Bearer realm="${REALM}", error="invalid_token"` },
   });
 
-function bearerFrom(header: string): string | undefined {
+export function bearerFrom(header: string): string | undefined {
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   return match?.[1];
 }

@@ -230,6 +230,14 @@ describe('rate limiting', () => {
     expect(Number(tooMany[0]!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await json(tooMany[0]!)).error.type).toBe('rate_limit_error');
   });
+
+  test('one bucket per credential however the header spells it (spaces, the scheme\'s case)', async () => {
+    const limited = await createTenant(api.deps.db, { credits: 1000n });
+    const spellings = Array.from({ length: 70 }, (_, i) => ({ authorization: `${i % 2 ? 'bearer' : 'BEARER'}${' '.repeat(1 + i)}${limited.key}`, 'content-type': 'application/json' }));
+    const responses = await Promise.all(spellings.map((headers) => post('/v1/_probe/chat', headers)));
+    expect(responses.filter((r) => r.status === 200).length).toBeGreaterThan(0);
+    expect(responses.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(9);
+  });
 });
 
 describe('logs', () => {

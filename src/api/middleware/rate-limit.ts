@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Deps } from '../../deps';
 import { rateLimited } from '../errors';
+import { bearerFrom } from '../../auth/middleware';
 import type { Middleware } from '../types';
 
 /**
@@ -47,7 +48,10 @@ export function rateLimit(deps: Deps): Middleware {
   }
   const shared = buckets;
   return async (ctx, next) => {
-    const credential = ctx.get('authorization') || ctx.get('x-api-key');
+    // Keyed by the credential itself, as authentication reads it: spacing or the scheme's case
+    // in the header must not make a fresh bucket.
+    const authorization = ctx.get('authorization');
+    const credential = (authorization ? (bearerFrom(authorization) ?? authorization) : '') || ctx.get('x-api-key').trim();
     const key = credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`;
     const wait = shared.take(key);
     if (wait > 0) throw rateLimited(wait);

@@ -37,6 +37,7 @@ export function browserTokensRouter(deps: Deps): Router<AppState, AppContext> {
       input.ttl_seconds ?? BROWSER_TOKEN_DEFAULT_TTL_SECONDS,
     );
     ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store'); // a bearer credential: no cache may keep it
     ctx.body = { token, expires_at: expiresAt.toISOString(), agent_id: agent.id, ...(input.owner_id ? { owner_id: input.owner_id } : {}) };
   });
   return router;

@@ -17,6 +17,7 @@ describe('POST /v1/browser-tokens', () => {
     const before = Date.now();
     const reply = await client.post('/v1/browser-tokens', { agent_id: agent.id, owner_id: 'visitor-1', ttl_seconds: 60 });
     expect(reply.status).toBe(201);
+    expect(reply.headers.get('cache-control')).toBe('no-store');
     expect(reply.body).toEqual({ token: expect.any(String), expires_at: expect.any(String), agent_id: agent.id, owner_id: 'visitor-1' });
     const expires = Date.parse(reply.body.expires_at);
     expect(expires).toBeGreaterThanOrEqual(before + 59_000);
