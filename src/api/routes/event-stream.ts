@@ -3,7 +3,8 @@ import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
 import type { Principal } from '../../auth/principal';
-import { authenticate } from '../../auth/middleware';
+import { authenticate, bearerFrom, resolveCredential } from '../../auth/middleware';
+import { hasAccess } from '../../auth/scopes';
 import { queryBoolean } from '../../domain/fields';
 import { eventsAfterSeq, findEventPosition, hiddenWithoutThinking, lastEventSeq } from '../../store/event-queries';
 import { SessionEventHub } from '../../store/event-notifications';
@@ -49,6 +50,8 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
       if (!resumeSeq) throw badRequest(`Last-Event-ID: '${lastEventId}' is not an event of this session`, 'Last-Event-ID');
     }
 
+    // What authenticated this request (the event routes take it only from Authorization).
+    const token = bearerFrom(ctx.get('authorization')) ?? '';
     const out = new PassThrough();
     let accessCheckedAt = Date.now(); // loadAccessibleSession above
     let lastSeq = '0';
@@ -74,6 +77,10 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
           again = false;
           for (;;) {
             const rows = await eventsAfterSeq(deps.db, session.id, lastSeq);
+            // The credential is checked again before every delivery (a revoked key, an expired
+            // browser token: revocation is immediate on streams too). Keys are cached and
+            // invalidated by NOTIFY, tokens verified in memory, so this costs no query for them.
+            if (rows.length > 0 && !(await credentialStillValid(deps, token))) return close();
             // Access is checked again before new events go out (at most every
             // EVENT_STREAM_ACCESS_RECHECK_MS, not per event): a session whose agent moved to
             // another project since the stream opened is no longer this caller's to read.
@@ -106,11 +113,23 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     ctx.body = out;
     out.write(`retry: ${RETRY_MS}\n: stream open\n\n`);
-    keepAlive = setInterval(() => out.write(': keep-alive\n\n'), deps.config.EVENT_STREAM_KEEPALIVE_MS);
+    // An idle stream whose credential was revoked or expired is closed at its next keep-alive.
+    keepAlive = setInterval(() => {
+      credentialStillValid(deps, token).then((valid) => (valid ? out.write(': keep-alive\n\n') : close()), close);
+    }, deps.config.EVENT_STREAM_KEEPALIVE_MS);
     drain();
   });
 
   return router;
+}
+
+async function credentialStillValid(deps: Deps, token: string): Promise<boolean> {
+  try {
+    return hasAccess(await resolveCredential(deps, token), 'sessions', 'read');
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return false;
+    throw error;
+  }
 }
 
 async function stillAccessible(deps: Deps, principal: Principal, sessionId: string): Promise<boolean> {

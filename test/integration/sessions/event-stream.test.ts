@@ -1,7 +1,9 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { withTransaction } from '../../../src/store/db';
 import { appendEvents, lockSession } from '../../../src/store/events';
-import { bearer, createServiceToken, createSiblingProject, createTenant } from '../../support/factories';
+import { bearer, createKey, createServiceToken, createSiblingProject, createTenant } from '../../support/factories';
+import { revokeApiKey } from '../../../src/store/api-keys';
+import { signBrowserToken } from '../../../src/auth/tokens';
 import { apiClient, createSession, tenantWithAgent, type ApiClient } from './support';
 
 let api: TestApi;
@@ -139,6 +141,30 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
       expect(stream.events().map((e) => e.data.content[0].text)).toEqual(['seen']);
     } finally {
       stream.close();
+    }
+  });
+
+  test('a stream whose key is revoked, or whose browser token expires, closes before sending anything more', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const key = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
+    const { token } = await signBrowserToken(api.deps.config, { accountId: tenant.accountId, projectId: tenant.projectId, agentId: agent.id }, 2);
+    const byKey = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, key.key);
+    const byToken = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, token);
+    try {
+      await append(client, session.id, 'seen');
+      await byKey.until(() => byKey.events().length === 1);
+      await byToken.until(() => byToken.events().length === 1);
+      expect(await revokeApiKey(api.deps.db, key.id)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 2100)); // the browser token has expired
+      await append(client, session.id, 'after revocation and expiry');
+      await byKey.until(() => byKey.ended());
+      await byToken.until(() => byToken.ended());
+      expect(byKey.events().map((e) => e.data.content[0].text)).toEqual(['seen']);
+      expect(byToken.events().map((e) => e.data.content[0].text)).toEqual(['seen']);
+    } finally {
+      byKey.close();
+      byToken.close();
     }
   });
 
