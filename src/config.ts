@@ -71,6 +71,8 @@ export const ConfigSchema = z.object({
   EVENT_STREAM_KEEPALIVE_MS: z.coerce.number().int().min(50).default(15000),
   /** How often an open event stream checks again that its caller may still read the session. */
   EVENT_STREAM_ACCESS_RECHECK_MS: z.coerce.number().int().min(0).default(2000),
+  /** Open event streams one credential may hold on one api process (more is 429). */
+  EVENT_STREAM_MAX_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
   /** OpenAI-compatible embeddings endpoint for semantic search; keyword-only when unset. */
   EMBEDDINGS_URL: optionalString,
   EMBEDDINGS_MODEL: optionalString,

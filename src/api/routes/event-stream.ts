@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { createHash } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
@@ -30,6 +31,35 @@ function hubFor(deps: Deps): SessionEventHub {
   return hub;
 }
 
+/** Open streams per credential (by its digest, never the credential itself). */
+class StreamSlots {
+  private readonly open = new Map<string, number>();
+  constructor(private readonly max: number) {}
+
+  /** Takes a slot for the credential; returns its release (idempotent), or undefined when none is free. */
+  take(credential: string): (() => void) | undefined {
+    const key = createHash('sha256').update(credential).digest('base64');
+    const count = this.open.get(key) ?? 0;
+    if (count >= this.max) return undefined;
+    this.open.set(key, count + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.open.get(key) ?? 1) - 1;
+      if (left > 0) this.open.set(key, left);
+      else this.open.delete(key);
+    };
+  }
+}
+
+const slots = new WeakMap<Deps, StreamSlots>();
+function streamSlots(deps: Deps): StreamSlots {
+  let found = slots.get(deps);
+  if (!found) slots.set(deps, (found = new StreamSlots(deps.config.EVENT_STREAM_MAX_PER_CREDENTIAL)));
+  return found;
+}
+
 /**
  * GET /v1beta1/sessions/{id}/events/stream: Server-Sent Events of the events appended
  * after the stream opens, or after the event named by `Last-Event-ID`. Each message has
@@ -52,6 +82,10 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
 
     // What authenticated this request (the event routes take it only from Authorization).
     const token = bearerFrom(ctx.get('authorization')) ?? '';
+    // Streams hold a connection each for as long as the client likes: one credential may hold
+    // only so many, so a single key cannot use up the process's connections.
+    const releaseSlot = streamSlots(deps).take(token);
+    if (!releaseSlot) throw new ApiError(429, 'rate_limit_error', `at most ${deps.config.EVENT_STREAM_MAX_PER_CREDENTIAL} event streams may be open per credential; close one first`, { headers: { 'Retry-After': '1' } });
     const out = new PassThrough();
     let accessCheckedAt = Date.now(); // loadAccessibleSession above
     let lastSeq = '0';
@@ -64,6 +98,7 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     const close = () => {
       if (closed) return;
       closed = true;
+      releaseSlot();
       clearInterval(keepAlive);
       unsubscribe?.();
       out.end();
@@ -104,11 +139,18 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
       });
     };
 
-    // Listen before reading the baseline, so nothing appended in between is missed.
-    unsubscribe = await hubFor(deps).subscribe(session.id, { onAppend: drain, onLost: close });
-    lastSeq = resumeSeq ?? (await lastEventSeq(deps.db, session.id));
+    try {
+      // Listen before reading the baseline, so nothing appended in between is missed.
+      unsubscribe = await hubFor(deps).subscribe(session.id, { onAppend: drain, onLost: close });
+      lastSeq = resumeSeq ?? (await lastEventSeq(deps.db, session.id));
+    } catch (error) {
+      close(); // frees the slot and the subscription; the error handler answers
+      throw error;
+    }
 
     ctx.res.on('close', close);
+    // A client that left while the stream was being set up: its 'close' has already fired.
+    if (ctx.req.socket.destroyed) close();
     ctx.status = 200;
     ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     ctx.body = out;

@@ -8,7 +8,7 @@ import { apiClient, createSession, tenantWithAgent, type ApiClient } from './sup
 
 let api: TestApi;
 beforeAll(async () => {
-  api = await startApi({ RATE_LIMIT_BURST: '5000', EVENT_STREAM_KEEPALIVE_MS: '150', EVENT_STREAM_ACCESS_RECHECK_MS: '0' });
+  api = await startApi({ RATE_LIMIT_BURST: '5000', EVENT_STREAM_KEEPALIVE_MS: '150', EVENT_STREAM_ACCESS_RECHECK_MS: '0', EVENT_STREAM_MAX_PER_CREDENTIAL: '5' });
 });
 afterAll(() => api.close());
 
@@ -165,6 +165,37 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     } finally {
       byKey.close();
       byToken.close();
+    }
+  });
+
+  test('one credential holds at most EVENT_STREAM_MAX_PER_CREDENTIAL open streams (here 5): the next is 429 until one closes', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const path = `/v1beta1/sessions/${session.id}/events/stream`;
+    const open = [];
+    for (let i = 0; i < 5; i++) open.push(await openStream(path, tenant.key));
+    try {
+      expect(open.map((s) => s.response.status)).toEqual([200, 200, 200, 200, 200]);
+      const refused = await fetch(`${api.url}${path}`, { headers: bearer(tenant.key) });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect((await refused.json()).error).toMatchObject({ type: 'rate_limit_error', message: expect.stringMatching(/at most 5 event streams/) });
+      // Another credential of the same project is not affected.
+      const other = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
+      const second = await openStream(path, other.key);
+      expect(second.response.status).toBe(200);
+      second.close();
+      open.pop()!.close();
+      let again: Awaited<ReturnType<typeof openStream>> | undefined;
+      for (let attempt = 0; attempt < 50 && again?.response.status !== 200; attempt++) {
+        again?.close();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        again = await openStream(path, tenant.key);
+      }
+      expect(again!.response.status).toBe(200);
+      open.push(again!);
+    } finally {
+      open.forEach((s) => s.close());
     }
   });
 
