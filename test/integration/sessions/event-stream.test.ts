@@ -172,14 +172,14 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     const { client, agent, tenant } = await tenantWithAgent(api);
     const session = await createSession(client, agent.id);
     const path = `/v1beta1/sessions/${session.id}/events/stream`;
-    const open = [];
+    const open: Array<Awaited<ReturnType<typeof openStream>>> = [];
     for (let i = 0; i < 5; i++) open.push(await openStream(path, tenant.key));
     try {
       expect(open.map((s) => s.response.status)).toEqual([200, 200, 200, 200, 200]);
       const refused = await fetch(`${api.url}${path}`, { headers: bearer(tenant.key) });
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toBe('1');
-      expect((await refused.json()).error).toMatchObject({ type: 'rate_limit_error', message: expect.stringMatching(/at most 5 event streams/) });
+      expect(((await refused.json()) as { error: unknown }).error).toMatchObject({ type: 'rate_limit_error', message: expect.stringMatching(/at most 5 event streams/) });
       // Another credential of the same project is not affected.
       const other = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
       const second = await openStream(path, other.key);
