@@ -107,7 +107,8 @@ export interface Conversation {
  * The log's events in the order the conversation took place. A user.message joins the
  * conversation when a run claims it: one sent while another run was in flight sits in the log
  * among that run's events, but belongs before the start of the run that answers it. One no run
- * has claimed yet (queued behind the run in flight) is not part of the conversation so far.
+ * has claimed yet (queued behind the run in flight; unprocessed, though the api has already
+ * named its run) is not part of the conversation so far.
  */
 function inConversationOrder(events: EventRow[]): EventRow[] {
   const runStart = new Map<string, number>();
@@ -119,7 +120,7 @@ function inConversationOrder(events: EventRow[]): EventRow[] {
   events.forEach((event, index) => {
     if (event.type === 'session.status_running' && event.run_id && runStart.get(event.run_id) === index) ordered.push(...(waiting.get(event.run_id) ?? []));
     if (event.type !== 'user.message') return void ordered.push(event);
-    if (!event.run_id) return; // queued: no run has claimed it yet
+    if (!event.processed_at || !event.run_id) return; // queued: no run has claimed it yet
     const start = runStart.get(event.run_id);
     if (start !== undefined && start > index) waiting.set(event.run_id, [...(waiting.get(event.run_id) ?? []), event]);
     else ordered.push(event);

@@ -7,6 +7,7 @@ import { addUsage, CLIENT_SAFE_MESSAGES, CREDITS_EXHAUSTED_MESSAGE, creditsExhau
 import { withTransaction } from '../src/store/db';
 import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
+import { CANCELLED_BECAUSE, cancelledResults, union } from '../src/domain/events';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
 import { debitCredits, getBalanceNano } from '../src/billing/credits';
@@ -86,13 +87,15 @@ export function createRunCycleActivities(deps: Deps) {
     const { rows: [read] } = await client.query<{
       claimed: { run_id: string; cycle_kind?: 'start' | 'resume' } | null;
       waiting: string[];
+      next_run_id: string | null;
       started: boolean;
       interrupted: boolean;
     }>({
-      name: 'claim_read',
+      name: 'claim_read_v2',
       text: `SELECT (SELECT json_build_object('run_id', run_id, 'cycle_kind', attributes->'cycle_kind') FROM session_events
                 WHERE session_id = $1 AND idempotency_key = $2) AS claimed,
               ARRAY(SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)) AS waiting,
+              (SELECT run_id FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.message' ORDER BY seq LIMIT 1) AS next_run_id,
               EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'session.status_running') AS started,
               EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'user.interrupt' AND processed_at IS NULL) AS interrupted`,
       values: [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES, session.active_run_id],
@@ -114,7 +117,8 @@ export function createRunCycleActivities(deps: Deps) {
       // session's site has asynchronous execution switched off.
       if (!types.has('user.message')) return { kind: 'none' };
       if (!(await isAsyncExecutionEnabled(client, session.client_id))) return { kind: 'none' };
-      runId = newId('run');
+      // The api named the run of a message queued behind another run when it accepted it.
+      runId = read!.next_run_id ?? newId('run');
       kind = 'start';
     } else {
       if (started && input.freshExecution) {
@@ -138,23 +142,25 @@ export function createRunCycleActivities(deps: Deps) {
       else return { kind: 'none' };
     }
 
-    // An interrupt of the run being claimed is not consumed here: its run's close does that,
-    // so one whose signal was lost stays visible to the reconciler until the run ends. A
-    // resumption takes the tool results, not a user.message that arrived while the run was in
-    // flight: that message starts its own run once this one ends. Nor does a run take a
-    // message sent after its own interrupt (the api claimed the run for an earlier message,
-    // and the workflow had not started it yet): the interrupt cancels what was sent before it,
-    // and the later message starts the next run.
+    // What a run takes: the messages of the request that named it (the api stamps them with
+    // this run id), with the system messages and late tool results waiting before them, never a
+    // message a later request sent (stamped with its own run, or, for system messages, after
+    // this run's last message). So a message sent after an interrupt, or while the workflow had
+    // not started the run the api claimed, waits for its own run. An interrupt of the run being
+    // claimed is not consumed here: its run's close does that, so one whose signal was lost
+    // stays visible to the reconciler until the run ends. A resumption takes the tool results,
+    // not a user.message: that starts its own run once this one ends.
     await client.query({
       name: 'claim_write_v3',
       text: `WITH consumed AS (
-         UPDATE session_events e SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
+         UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
           WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)
             AND NOT (type = 'user.interrupt' AND run_id IS NOT DISTINCT FROM $2)
             AND NOT (type = 'user.message' AND $4::boolean)
-            AND NOT (type IN ('user.message', 'system.message') AND EXISTS (
-                  SELECT 1 FROM session_events i
-                   WHERE i.session_id = $1 AND i.processed_at IS NULL AND i.type = 'user.interrupt' AND i.run_id = $2 AND i.seq < e.seq)))
+            AND NOT (type IN ('user.message', 'system.message') AND run_id IS NOT NULL AND run_id <> $2)
+            AND NOT (type = 'system.message' AND run_id IS NULL AND seq > COALESCE(
+                  (SELECT max(seq) FROM session_events
+                    WHERE session_id = $1 AND processed_at IS NULL AND run_id = $2 AND type = 'user.message'), 9223372036854775807)))
        UPDATE sessions SET active_run_id = $2, status = 'running', updated_at = now() WHERE id = $1`,
       values: [session.id, runId, RUN_STARTING_TYPES, kind === 'resume'],
     });
@@ -207,8 +213,16 @@ export function createRunCycleActivities(deps: Deps) {
       );
       if (rowCount && !input.errorCode) stopReason = 'user_cancelled';
     }
-    // The closing event is appended first: if an earlier attempt already appended it, that
-    // attempt also did everything below in the same transaction, so there is nothing left to do.
+    // A run that ends while paused (an interrupt, abandonment, an operator's cancel, an orphaned
+    // run's close) answers its outstanding client calls as cancelled, just before its closing event: the next run's
+    // conversation must hold a result for every tool call before the messages that follow, and
+    // a result sent later is refused (409) as for any cancelled call.
+    const outstanding = input.endRun ? session.pending_tool_use_ids : [];
+    if (outstanding.length > 0) {
+      await appendEvents(client, session.id, cancelledResults(outstanding, CANCELLED_BECAUSE.runEnded).map((event, i) => ({ ...event, run_id: input.runId, idempotency_key: `${key}:cancelled:${i}` })));
+    }
+    // The closing event decides: if an earlier attempt already appended it, that attempt also
+    // did everything below in the same transaction, so there is nothing left to do.
     let closing: NewEvent;
     if (input.errorCode) {
       closing = {
@@ -251,6 +265,7 @@ export function createRunCycleActivities(deps: Deps) {
          cache_read_input_tokens = cache_read_input_tokens + $4, cache_creation_input_tokens = cache_creation_input_tokens + $5,
          credits_nano = credits_nano + $6,
          pending_tool_use_ids = COALESCE($7::jsonb, pending_tool_use_ids),
+         cancelled_tool_use_ids = COALESCE($10::jsonb, cancelled_tool_use_ids),
          active_run_id = CASE WHEN $8 THEN NULL ELSE active_run_id END,
          status = $9, updated_at = now()
        WHERE id = $1
@@ -262,11 +277,11 @@ export function createRunCycleActivities(deps: Deps) {
         usage.cache_read_input_tokens,
         usage.cache_creation_input_tokens,
         usage.credits_nano,
-        // A pause records the calls it waits for; a run that ends while paused (interrupt,
-        // abandonment) leaves them outstanding, so the next message cancels them.
-        input.toolCalls ? JSON.stringify(input.toolCalls.map((call) => call.id)) : null,
+        // A pause records the calls it waits for; a run that ends while paused cancelled them above.
+        input.toolCalls ? JSON.stringify(input.toolCalls.map((call) => call.id)) : outstanding.length > 0 ? '[]' : null,
         input.endRun,
         input.errorCode ? 'error' : 'idle',
+        outstanding.length > 0 ? JSON.stringify(union(session.cancelled_tool_use_ids, outstanding)) : null,
       ],
     );
     if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {

@@ -171,8 +171,25 @@ export type EventPlan =
       runStarting: boolean;
     };
 
-export const cancelledResultContent = (): string =>
-  JSON.stringify({ error: { code: 'cancelled', message: 'the tool call was cancelled because a new message was sent before its result', retryable: false } });
+/** Why outstanding client tool calls were answered as cancelled (the model reads this). */
+export const CANCELLED_BECAUSE = {
+  message: 'a new message was sent before its result',
+  runEnded: 'its run ended (interrupted, abandoned or cancelled) before its result arrived',
+} as const;
+
+/**
+ * The synthetic `user.tool_result` events answering outstanding calls as cancelled, one per
+ * call: a conversation must hold a result for every tool call before anything else follows.
+ */
+export function cancelledResults(toolUseIds: string[], because: string): EventDraft[] {
+  const content = JSON.stringify({ error: { code: 'cancelled', message: `the tool call was cancelled because ${because}`, retryable: false } });
+  return toolUseIds.map((id) => ({
+    type: 'user.tool_result',
+    content: [{ type: 'tool_result', tool_use_id: id, is_error: true, error_code: 'cancelled', content }],
+    error_code: 'cancelled',
+    processed: true,
+  }));
+}
 
 /** First failing block's code; `unclassified` when it gave none; null when nothing failed. */
 export function toolResultErrorCode(content: ToolResultBlock[]): string | null {
@@ -234,20 +251,18 @@ export function planEvents(state: RunState, events: SentEvent[], options: { newR
   let next = state;
   if (state.pending_tool_use_ids.length > 0) {
     // A pause nobody holds any more: its calls are answered as cancelled before the message.
-    for (const id of state.pending_tool_use_ids) {
-      append.push({
-        type: 'user.tool_result',
-        content: [{ type: 'tool_result', tool_use_id: id, is_error: true, error_code: 'cancelled', content: cancelledResultContent() }],
-        error_code: 'cancelled',
-        processed: true,
-      });
-    }
+    append.push(...cancelledResults(state.pending_tool_use_ids, CANCELLED_BECAUSE.message));
     next = { ...state, pending_tool_use_ids: [], cancelled_tool_use_ids: union(state.cancelled_tool_use_ids, state.pending_tool_use_ids) };
   }
-  for (const event of events) append.push({ type: event.type, content: event.content ?? [] });
-
   const hasUserMessage = events.some((event) => event.type === 'user.message');
-  const startsRun = hasUserMessage && options.asyncEnabled && !next.active_run_id;
+  // A request with a user.message is answered by a run of its own, named now: the run it starts,
+  // or, while another run holds the session, the run that starts once that one ends. Its
+  // events carry that run id, so a run takes exactly its own request's messages (never one
+  // sent after them) and each request gets its reply.
+  const runId = hasUserMessage && options.asyncEnabled ? options.newRunId : null;
+  for (const event of events) append.push({ type: event.type, content: event.content ?? [], run_id: runId });
+
+  const startsRun = runId !== null && !next.active_run_id;
   if (startsRun) next = { ...next, active_run_id: options.newRunId };
   return {
     ok: true,
@@ -259,4 +274,4 @@ export function planEvents(state: RunState, events: SentEvent[], options: { newR
   };
 }
 
-const union = (a: string[], b: string[]): string[] => [...new Set([...a, ...b])];
+export const union = (a: string[], b: string[]): string[] => [...new Set([...a, ...b])];

@@ -56,13 +56,15 @@ export async function sendEvents(deps: Deps, session: { sessionId: string; agent
     for (const event of events) {
       if (event.type === 'user.tool_result') for (const block of event.content as Array<{ tool_use_id: string }>) pending.delete(block.tool_use_id);
     }
-    // As the api does: an interrupt names the run holding the session.
-    await appendEvents(client, session.sessionId, events.map((e) => (e.type === 'user.interrupt' ? { ...e, run_id: locked.active_run_id } : e)));
-    const startsRun = events.some((e) => e.type === 'user.message') && !locked.active_run_id;
+    // As the api does: an interrupt names the run holding the session; a request with a
+    // user.message names the run that answers it (started now, or queued behind the one in flight).
+    const runId = events.some((e) => e.type === 'user.message') ? newId('run') : null;
+    await appendEvents(client, session.sessionId, events.map((e) => ({ ...e, run_id: e.type === 'user.interrupt' ? locked.active_run_id : runId })));
+    const startsRun = runId !== null && !locked.active_run_id;
     if (events.some((e) => e.type === 'user.interrupt')) interruptRun = locked.active_run_id;
     await client.query(
       `UPDATE sessions SET pending_tool_use_ids = $2, active_run_id = COALESCE(active_run_id, $3), status = CASE WHEN $3::text IS NULL THEN status ELSE 'running' END WHERE id = $1`,
-      [session.sessionId, JSON.stringify([...pending]), startsRun ? newId('run') : null],
+      [session.sessionId, JSON.stringify([...pending]), startsRun ? runId : null],
     );
   });
   const title = (await deps.db.query<{ title: string | null }>('SELECT title FROM sessions WHERE id = $1', [session.sessionId])).rows[0]?.title;

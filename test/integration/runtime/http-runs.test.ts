@@ -124,11 +124,48 @@ test('a tool result sent after the interrupt of its paused run is refused (409),
   expect(late.body.error.message).toMatch(/already cancelled/);
   expect((await waitForClosing(sessionId, 2)).at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
 
-  // The next message answers the call as cancelled, once, and runs.
+  // The run's end answered the call as cancelled, once; the next message runs.
   expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'next' }] }])).status).toBe(200);
   const events = await waitForClosing(sessionId, 3);
   expect(events.filter((e) => e.type === 'user.tool_result').map((e) => e.content[0])).toEqual([expect.objectContaining({ tool_use_id: toolUseId, error_code: 'cancelled' })]);
   expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+});
+
+test('a message queued behind a run that pauses and is then interrupted: its run sees the cancelled result right after the call', async () => {
+  const sessionId = await newSession([{ name: 'ask', description: 'asks the user', input_schema: { type: 'object' } }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[delay:1000]] [[tool:ask {}]]' }] }]);
+  // Sent while the first run is in flight: it waits for its own run.
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'queued behind' }] }])).status).toBe(200);
+  const paused = (await waitForClosing(sessionId)).at(-1)!;
+  expect(paused.stop_reason).toBe('client_tool_use');
+  const toolUseId = paused.tool_use_ids[0];
+  expect((await send(sessionId, [{ type: 'user.interrupt' }])).status).toBe(200);
+
+  const events = await waitForClosing(sessionId, 3);
+  expect(events.filter((e) => e.type === 'session.status_idle').map((e) => e.stop_reason)).toEqual(['client_tool_use', 'user_cancelled', 'end_turn']);
+  const cancelled = events.filter((e) => e.type === 'user.tool_result');
+  expect(cancelled.map((e) => e.content[0])).toEqual([expect.objectContaining({ tool_use_id: toolUseId, is_error: true, error_code: 'cancelled', content: expect.stringContaining('its run ended') })]);
+  // The queued message's run: in its request, the call is answered before the queued message.
+  const request = env.simulator.requests.filter((r) => JSON.stringify(r.body).includes('queued behind')).at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+  const callAt = request.messages.findIndex((m) => JSON.stringify(m.content).includes(`"tool_use","id":"${toolUseId}"`) || JSON.stringify(m.content).includes(`"id":"${toolUseId}"`));
+  expect(callAt).toBeGreaterThanOrEqual(0);
+  expect(JSON.stringify(request.messages[callAt + 1]!.content)).toContain(`"tool_use_id":"${toolUseId}"`);
+  expect(JSON.stringify(request.messages.slice(callAt + 1))).toContain('queued behind');
+});
+
+test('messages sent back to back, or at once, each get a run and a reply of their own', async () => {
+  const sessionId = await newSession();
+  for (const text of ['one', 'two']) expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text }] }])).status).toBe(200);
+  await Promise.all(['three', 'four'].map(async (text) => expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text }] }])).status).toBe(200)));
+  const events = await waitForClosing(sessionId, 4);
+  expect(events.filter((e) => e.type === 'session.status_idle').map((e) => e.stop_reason)).toEqual(['end_turn', 'end_turn', 'end_turn', 'end_turn']);
+  expect(events.filter((e) => e.type === 'session.status_running')).toHaveLength(4);
+  // Each run answered its own message, in the order they were accepted.
+  const replies = events.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text as string);
+  expect(replies).toHaveLength(4);
+  expect(replies[0]).toMatch(/one/);
+  expect(replies[0]).not.toMatch(/two/);
+  expect(replies[1]).toMatch(/two/);
 });
 
 test('tool results sent over HTTP resume the paused run', async () => {

@@ -12,10 +12,18 @@ describe('planEvents', () => {
     expect(plan).toMatchObject({ ok: true, startedRunId: 'run_new', signal: { kind: 'events' }, runStarting: true, state: { active_run_id: 'run_new' } });
   });
 
-  test('a user.message during a run keeps that run', () => {
-    const plan = planEvents({ ...idle, active_run_id: 'run_old' }, [message], options);
+  test('a user.message during a run keeps that run, and names the run that will answer it', () => {
+    const plan = planEvents({ ...idle, active_run_id: 'run_old' }, [system, message], options);
     expect(plan).toMatchObject({ ok: true, state: { active_run_id: 'run_old' }, signal: { kind: 'events' } });
     expect(plan.ok && plan.startedRunId).toBeFalsy();
+    expect(plan.ok && plan.append.map((e) => e.run_id)).toEqual(['run_new', 'run_new']);
+  });
+
+  test('events of a request without a user.message, or with asynchronous execution off, name no run', () => {
+    const plan = planEvents({ ...idle, active_run_id: 'run_old' }, [system], options);
+    expect(plan.ok && plan.append.map((e) => e.run_id)).toEqual([null]);
+    const off = planEvents(idle, [message], { ...options, asyncEnabled: false });
+    expect(off.ok && off.append.map((e) => e.run_id)).toEqual([null]);
   });
 
   test('async disabled: stored, nothing starts, nothing is signalled', () => {
