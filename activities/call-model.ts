@@ -13,6 +13,7 @@ import {
 } from '../src/providers';
 import { estimateRequestTokens } from '../src/providers/tokens';
 import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
+import { reasoningEffortError } from '../src/domain/agents';
 import { creditsExhaustedForRun, zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
@@ -47,8 +48,19 @@ export function runRequest(context: RunContext, model: ModelRecord, conversation
     ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: 'function' as const, ...tool })) } : {}),
     ...(context.agent.max_tokens ? { max_tokens: context.agent.max_tokens } : {}),
     ...(context.agent.temperature !== null && context.agent.temperature !== undefined ? { temperature: context.agent.temperature } : {}),
-    ...((context.session.reasoning_effort ?? context.agent.reasoning_effort) ? { reasoning_effort: (context.session.reasoning_effort ?? context.agent.reasoning_effort)! } : {}),
+    ...(reasoningEffortFor(context, model) ? { reasoning_effort: reasoningEffortFor(context, model)! } : {}),
   };
+}
+
+/**
+ * The session's override, then the agent's, then the provider's default. A session override
+ * the agent's current model does not accept (the agent changed model after the session set
+ * it) is passed over, as the agent's own value is cleared on such a change.
+ */
+function reasoningEffortFor(context: RunContext, model: ModelRecord): string | undefined {
+  const session = context.session.reasoning_effort;
+  if (session && !reasoningEffortError(model.id, session)) return session;
+  return context.agent.reasoning_effort ?? undefined;
 }
 
 interface Assembled {
