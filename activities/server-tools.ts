@@ -60,7 +60,10 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
         }
         case 'kb_search':
         case 'kb_fetch':
-          answer = extra.knowledgeBase
+          // settings.disable_kb_rag keeps the knowledge-base tools out of the model's list; a
+          // call that names one anyway retrieves nothing either.
+          if (context.agent.settings?.disable_kb_rag === true) answer = failure('tool_unavailable', 'knowledge-base retrieval is disabled for this agent', undefined, false);
+          else answer = extra.knowledgeBase
             ? await heartbeating(() => extra.knowledgeBase!({ projectId: context.session.project_id, kind: role.kind, entry: role.entry, input: args }))
             : unavailable(input.call.name);
           break;

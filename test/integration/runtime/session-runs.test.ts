@@ -335,6 +335,13 @@ describe('knowledge-base grounding', () => {
     await waitForEvent(api.deps, session.sessionId, 'closing');
     const request = simulator.requests.find((r) => JSON.stringify(r.body).includes(marker))!;
     expect((request.body as { tools?: unknown[] }).tools ?? []).toEqual([]);
+
+    // A model that names the hidden search tool anyway retrieves nothing.
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`[[tool-unoffered:${collectionId}_search {"query":"refund"}]]`) }]);
+    const { events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+    const result = events.filter((e) => e.type === 'user.tool_result').at(-1)!.content[0];
+    expect(result).toMatchObject({ is_error: true, error_code: 'tool_unavailable' });
+    expect(result.content).not.toContain('Refund policy');
   });
 });
 
