@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { jsonSchemaError } from './json-schema';
 import { chars } from './fields';
+import { kbToolName, SEARCH_TOOLS_NAME } from './run-tools';
 
 /**
  * Entries of an agent's `tools`, discriminated by `type`. A `custom` entry may omit
@@ -61,7 +62,12 @@ export const ToolEntrySchema = z.discriminatedUnion('type', [CustomToolSchema, K
 });
 export type ToolEntry = z.infer<typeof ToolEntrySchema>;
 
-/** Names unique across entries; at most one knowledge_base entry per collection. */
+/**
+ * Names unique across entries; at most one knowledge_base entry per collection; and no entry
+ * named like a tool the runtime adds to the model's list (a knowledge_base entry's
+ * `<collection_id>_search` / `_fetch`, `search_tools` when any tool is deferred): providers
+ * refuse a list with a name twice, and a call could not be told apart.
+ */
 export function toolsSchema(maxItems: number) {
   return z
     .array(ToolEntrySchema)
@@ -69,9 +75,19 @@ export function toolsSchema(maxItems: number) {
     .superRefine((tools, ctx) => {
       const names = new Set<string>();
       const collections = new Set<string>();
+      const runtimeNames = new Map<string, string>();
+      for (const tool of tools) {
+        if (tool.type !== 'knowledge_base') continue;
+        runtimeNames.set(kbToolName(tool, 'search'), `the knowledge_base entry '${tool.name}'`);
+        runtimeNames.set(kbToolName(tool, 'fetch'), `the knowledge_base entry '${tool.name}'`);
+      }
+      if (tools.some((tool) => 'defer_loading' in tool && tool.defer_loading)) runtimeNames.set(SEARCH_TOOLS_NAME, 'the deferred-tool search');
       tools.forEach((tool, index) => {
         if (names.has(tool.name)) ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `duplicate tool name '${tool.name}'` });
         names.add(tool.name);
+        if (tool.type !== 'knowledge_base' && runtimeNames.has(tool.name)) {
+          ctx.addIssue({ code: 'custom', path: [index, 'name'], message: `tool name '${tool.name}' is taken by a tool the gateway adds (${runtimeNames.get(tool.name)})` });
+        }
         if (tool.type === 'knowledge_base') {
           if (collections.has(tool.collection_id)) {
             ctx.addIssue({ code: 'custom', path: [index, 'collection_id'], message: `collection '${tool.collection_id}' already has a knowledge_base entry` });

@@ -65,7 +65,7 @@ export function roleOf(tools: RunToolEntry[], name: string): ToolRole {
 }
 
 /** A knowledge_base entry's tools are named from its collection id (ids are `[A-Za-z0-9_]`, tool-name safe). */
-const kbToolName = (entry: RunToolEntry, tool: 'search' | 'fetch') => `${entry.collection_id}_${tool}`;
+export const kbToolName = (entry: Pick<RunToolEntry, 'collection_id'>, tool: 'search' | 'fetch') => `${entry.collection_id}_${tool}`;
 
 const objectSchema = (properties: Record<string, unknown>, required: string[]) => ({ type: 'object', properties, required });
 

@@ -232,6 +232,15 @@ describe('tool entries', () => {
     await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection }, { type: 'random_number', name: 'kb' }] }, /duplicate/);
   });
 
+  test("no entry may take the name of a tool the gateway adds to the model's list", async () => {
+    const kb = { type: 'knowledge_base', name: 'kb', collection_id: collection };
+    await expect400({ tools: [kb, { name: `${collection}_search` }] }, /tools\.1\.name.*taken by a tool the gateway adds \(the knowledge_base entry 'kb'\)/);
+    await expect400({ tools: [{ type: 'echo', name: `${collection}_fetch` }, kb] }, /tools\.0\.name/);
+    await expect400({ tools: [{ name: 'later', defer_loading: true }, { name: 'search_tools' }] }, /the deferred-tool search/);
+    // Without a deferred tool, search_tools is an ordinary name.
+    expect((await create({ tools: [{ name: 'search_tools' }] })).status).toBe(201);
+  });
+
   test('knowledge_base: collection_id required, one entry per collection, filter ceiling validated', async () => {
     await expect400({ tools: [{ type: 'knowledge_base', name: 'kb' }] }, /collection_id/);
     await expect400({ tools: [{ type: 'knowledge_base', name: 'a', collection_id: collection }, { type: 'knowledge_base', name: 'b', collection_id: collection }] }, /already has/);
