@@ -100,11 +100,13 @@ const language = z
   .transform((v) => v.toLowerCase())
   .refine((v) => ISO_639_1.has(v), 'must be an ISO 639-1 language code');
 
+// The document's canonical URL: it is shown to end users as a citation link
+// (`document_uri`), so only http(s) is accepted (a `javascript:` or `data:` link is a script).
 const absoluteUri = z
   .string()
   .min(1)
   .max(KB_LIMITS.uriChars)
-  .refine((v) => URL.canParse(v), 'must be an absolute URL');
+  .refine((v) => URL.canParse(v) && /^https?:$/.test(new URL(v).protocol), 'must be an absolute http(s) URL');
 
 /** An object whose keys must match `pattern`; a bad key is reported by name (zod's own message does not say why). */
 function keyedRecord<V extends z.ZodType>(pattern: RegExp, keyRule: string, value: V) {

@@ -13,6 +13,10 @@ describe('schemas', () => {
     expect(DocumentInputSchema.parse({ content: 'c', language: 'FR' }).language).toBe('fr');
     expect(DocumentInputSchema.safeParse({ content: 'c', metadata: { a: ['x', 'y'], b: 'z' } }).success).toBe(true);
     expect(DocumentInputSchema.safeParse({ content: 'c', metadata: { a: null } }).success).toBe(false);
+    for (const uri of ['javascript:alert(1)', 'data:text/html,x', 'ftp://example.com/a', 'file:///etc/passwd']) {
+      expect(DocumentInputSchema.safeParse({ content: 'c', uri }).error?.issues[0]?.message).toBe('must be an absolute http(s) URL');
+    }
+    expect(DocumentInputSchema.safeParse({ content: 'c', uri: 'HTTPS://example.com/a' }).success).toBe(true);
     const messages = (metadata: unknown) => DocumentInputSchema.safeParse({ content: 'c', metadata }).error?.issues.map((issue) => issue.message);
     expect(messages({ a: Array(100).fill('x'), b: 'y'.repeat(1024) })).toBeUndefined();
     expect(messages({ a: Array(101).fill('x') })).toEqual(['metadata arrays hold at most 100 strings']);
