@@ -10,7 +10,7 @@ import { appendEvents, lockSession, presentEvent } from '../../store/events';
 import { newId } from '../../store/ids';
 import { isAsyncExecutionEnabled, saveRunState } from '../../store/sessions';
 import { signalSession } from '../../temporal/session-signals';
-import { ApiError, badRequest, notFound } from '../errors';
+import { ApiError, badRequest, forbidden, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
@@ -33,6 +33,11 @@ export function eventsRouter(deps: Deps): Router<AppState, AppContext> {
   router.post('/v1/sessions/:session_id/events', ...guard, jsonBody(deps.config.BODY_LIMIT_BYTES), async (ctx) => {
     const input = parseInput(PostEventsSchema, ctx.request.body);
     const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
+    // A browser session token speaks for a visitor: it may talk to the agent, not instruct it
+    // with system-role messages (those come from the integration's own key).
+    if (ctx.state.principal!.method === 'browser_session' && input.events.some((event) => event.type === 'system.message')) {
+      throw forbidden('browser session tokens may not send system.message events');
+    }
     const asyncEnabled = await isAsyncExecutionEnabled(deps.db, session.client_id);
     const runStarting = input.events.some((event) => event.type === 'user.message' || event.type === 'user.tool_result');
     if (runStarting && asyncEnabled) await assertCredits(deps.db, session.project_id);
