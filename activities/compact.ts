@@ -7,7 +7,7 @@ import type { ModelRecord } from '../src/providers/catalog';
 import { addUsage, zeroUsage, type RunUsage } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
-import { assertRunHoldsSession, loadRunContext } from './run-context';
+import { assertRunHoldsSession, buildConversation, loadRunContext } from './run-context';
 import { runRequest, toRunFailure } from './call-model';
 import { heartbeating } from './heartbeat';
 
@@ -26,8 +26,9 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       const model = findModel(context.agent.model)!;
       assertRunHoldsSession(context.session, input.runId);
       const keyPrefix = `${input.runId}:compaction:${input.turn}:`;
-      // The newest message a run has claimed (one queued behind this run is not its to summarize).
-      const lastUser = context.events.map((e) => (e.type === 'user.message' && e.run_id ? 'claimed' : '')).lastIndexOf('claimed');
+      // The newest message a run has claimed (one queued behind this run, unprocessed though the
+      // api has named its run, is not its to summarize).
+      const lastUser = context.events.map((e) => (e.type === 'user.message' && e.processed_at && e.run_id ? 'claimed' : '')).lastIndexOf('claimed');
       if (lastUser <= 0) {
         // A retry of an attempt whose summary was already appended: report that compaction.
         const done = await recordedCompaction(deps, input.sessionId, keyPrefix);
@@ -77,8 +78,9 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
           {
             type: 'session.compaction',
             content: [{ type: 'text', text: summary }],
-            // The summary's usage is kept with it, so a retried attempt still bills it.
-            attributes: { compacted_through_seq: throughSeq, _usage: usage },
+            // The summary's usage is kept with it, so a retried attempt still bills it. The deferred
+            // tools loaded so far stay loaded: their tool_loaded results are now only summarized.
+            attributes: { compacted_through_seq: throughSeq, _usage: usage, _loaded_tools: [...buildConversation({ ...context, events: older }).loadedTools] },
             run_id: input.runId,
             idempotency_key: `${keyPrefix}${throughSeq}`,
             processed: true,

@@ -29,6 +29,8 @@ export interface RunContext {
   session: { id: string; project_id: string; reasoning_effort: string | null; client_id: string | null; active_run_id: string | null };
   agent: AgentRow;
   summary?: string;
+  /** Deferred tools loaded before the latest compaction (their `tool_loaded` results are summarized away). */
+  summaryLoadedTools?: string[];
   events: EventRow[];
   /** The citations recorded by the given run's knowledge-base tool results, in retrieval order (all of the run, compacted or not). */
   runCitations: Citation[][];
@@ -42,15 +44,15 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
     await db.query<{
       session: RunContext['session'];
       agent: AgentRow;
-      compaction: { seq: number; through: number | null; summary: string | null } | null;
+      compaction: { seq: number; through: number | null; summary: string | null; loaded: string[] | null } | null;
       run_citations: Citation[][];
       balance_nano: string | null;
     }>({
-      name: 'run_context_v2',
+      name: 'run_context_v3',
       text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id, 'active_run_id', s.active_run_id) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
-              (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'summary', e.content->0->'text')
+              (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'summary', e.content->0->'text', 'loaded', e.attributes->'_loaded_tools')
                  FROM session_events e WHERE e.session_id = s.id AND e.type = 'session.compaction'
                 ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) AS compaction,
               (SELECT COALESCE(json_agg(e.attributes->'_citations' ORDER BY e.created_at, e.seq), '[]'::json)
@@ -72,7 +74,8 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
     })
   ).rows;
   const summary = compaction ? (typeof compaction.summary === 'string' ? compaction.summary : '') : undefined;
-  return { session, agent, events, summary, runCitations, balanceNano };
+  const summaryLoadedTools = Array.isArray(compaction?.loaded) ? compaction.loaded : undefined;
+  return { session, agent, events, summary, ...(summaryLoadedTools ? { summaryLoadedTools } : {}), runCitations, balanceNano };
 }
 
 /**
@@ -129,10 +132,10 @@ function inConversationOrder(events: EventRow[]): EventRow[] {
 }
 
 /** Turns the event log into provider-neutral messages (consecutive turns of one role merged). */
-export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' | 'events'>): Conversation {
+export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' | 'summaryLoadedTools' | 'events'>): Conversation {
   const system: TextPart[] = context.agent.system_prompt ? [{ type: 'text', text: context.agent.system_prompt }] : [];
   const messages: UnifiedMessage[] = [];
-  const loadedTools = new Set<string>();
+  const loadedTools = new Set<string>(context.summaryLoadedTools ?? []);
   const toolNames = new Map<string, string>();
   const answered = new Set<string>();
 

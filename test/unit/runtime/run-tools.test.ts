@@ -78,4 +78,15 @@ test('a message joins the conversation where the run that claimed it starts; one
   // While r1 runs, the message queued behind it (not yet claimed) is not part of r1's conversation.
   const duringR1 = [log[0]!, log[1]!, { ...log[2]!, run_id: null, processed_at: null }];
   expect(texts(duringR1)).toEqual(['user: first']);
+  // The api names the run of a queued message when it accepts it: still unprocessed, still left out.
+  const namedButQueued = [log[0]!, log[1]!, { ...log[2]!, processed_at: null }];
+  expect(texts(namedButQueued)).toEqual(['user: first']);
+});
+
+test('deferred tools loaded before the latest compaction stay loaded (their tool_loaded results are summarized away)', () => {
+  const agent = { id: 'a', model: 'm', system_prompt: null, temperature: null, max_tokens: null, reasoning_effort: null, tools, settings: null };
+  expect(buildConversation({ agent, summary: 'earlier', events: [] }).loadedTools).toEqual(new Set());
+  const loaded = buildConversation({ agent, summary: 'earlier', summaryLoadedTools: ['book'], events: [] }).loadedTools;
+  expect(loaded).toEqual(new Set(['book']));
+  expect(modelTools(tools, loaded, { kbEnabled: true }).map((t) => t.name)).toContain('book');
 });
