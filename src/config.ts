@@ -59,6 +59,11 @@ export const ConfigSchema = z.object({
   SIMULATOR_URL: z.url().default('http://127.0.0.1:8090'),
   /** Upstream request timeout for provider calls (ms). */
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120000),
+  /**
+   * Whether registered sites may live on loopback, private or link-local addresses (the
+   * gateway calls them for MCP abilities). Unset: only in development, where sites run locally.
+   */
+  SITE_ALLOW_PRIVATE_ADDRESSES: bool.optional(),
   /** Comma-separated moderation block list (case-insensitive substrings). */
   MODERATION_BLOCKLIST: z.string().default(''),
   /** Agent runs: turn cap, run timer and the time a client-tool pause may wait. */
@@ -112,3 +117,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 }
 
 export const isDevelopment = (config: Pick<Config, 'ENVIRONMENT'>): boolean => config.ENVIRONMENT === 'development';
+
+export const sitePrivateAddressesAllowed = (config: Pick<Config, 'ENVIRONMENT' | 'SITE_ALLOW_PRIVATE_ADDRESSES'>): boolean =>
+  config.SITE_ALLOW_PRIVATE_ADDRESSES ?? isDevelopment(config);

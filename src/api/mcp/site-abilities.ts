@@ -1,5 +1,7 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { fetch, type Response } from 'undici';
+import { namesNonPublicHost, NonPublicAddressError, publicOnlyDispatcher } from '../../net/public-address';
 
 /**
  * The gateway → site ability protocol (docs/sites-mcp-analytics.md, "Site abilities").
@@ -61,6 +63,8 @@ export interface SiteTarget {
   siteId: string;
   siteUrl: string;
   secretHex: string;
+  /** Connect to public addresses only (outside development: see SITE_ALLOW_PRIVATE_ADDRESSES). */
+  publicOnly: boolean;
 }
 
 async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'POST', suffix: string, payload?: unknown): Promise<unknown> {
@@ -72,7 +76,11 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
   const signature = sign(site.secretHex, { method, pathAndQuery: url.pathname + url.search, actingUser, body, timestamp, nonce });
   let response: Response;
   try {
+    // Checked again at call time, on the resolved addresses: the site's name may resolve
+    // somewhere else now than when it registered.
+    if (site.publicOnly && namesNonPublicHost(url)) throw new NonPublicAddressError(`${url.hostname} is not a public host`);
     response = await fetch(url, {
+      ...(site.publicOnly ? { dispatcher: publicOnlyDispatcher() } : {}),
       method,
       headers: {
         accept: 'application/json',

@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
+import { sitePrivateAddressesAllowed } from '../../config';
 import type { Principal } from '../../auth/principal';
 import { SITE_STATUSES } from '../../domain/sites';
 import { decryptSiteSecret } from '../../domain/site-secret';
@@ -72,7 +73,14 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
     if (site.status !== 'active') return { error: toolError('permission_denied', `the site is ${site.status}`) };
     const connected = await connectedSiteIds(deps.db, actingUser, [site.site_id]);
     if (!connected.has(site.site_id)) return { error: toolError('permission_denied', "the key's owner has not connected their CMS account on this site") };
-    return { site: { siteId: site.site_id, siteUrl: site.site_url, secretHex: decryptSiteSecret(deps.config.GATEWAY_SECRET, site.site_id, site.hmac_secret_encrypted) } };
+    return {
+      site: {
+        siteId: site.site_id,
+        siteUrl: site.site_url,
+        secretHex: decryptSiteSecret(deps.config.GATEWAY_SECRET, site.site_id, site.hmac_secret_encrypted),
+        publicOnly: !sitePrivateAddressesAllowed(deps.config),
+      },
+    };
   }
 
   const siteCall = async (work: () => Promise<CallToolResult>): Promise<CallToolResult> => {

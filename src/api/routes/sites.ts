@@ -4,7 +4,9 @@ import { authenticate } from '../../auth/middleware';
 import { requireProjectAccess } from '../../auth/tenancy';
 import { SITE_REGISTRATION_BODY_LIMIT_BYTES, SiteRegistrationSchema } from '../../domain/sites';
 import { registerSite } from '../../store/site-registration';
-import { forbidden } from '../errors';
+import { badRequest, forbidden } from '../errors';
+import { sitePrivateAddressesAllowed } from '../../config';
+import { namesNonPublicHost } from '../../net/public-address';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
@@ -25,6 +27,10 @@ export function sitesRouter(deps: Deps): Router<AppState, AppContext> {
     async (ctx) => {
       const principal = ctx.state.principal!;
       const input = parseInput(SiteRegistrationSchema, ctx.request.body);
+      // The gateway calls the site (MCP abilities): it may not point into the gateway's own network.
+      if (!sitePrivateAddressesAllowed(deps.config) && namesNonPublicHost(new URL(input.site_url))) {
+        throw badRequest('site_url: must name a public host, not localhost or a loopback, private or link-local address', 'site_url');
+      }
       if (!principal.clientId) throw forbidden('the credential does not identify a site client');
       if (input.project_id) await requireProjectAccess(deps.db, principal, input.project_id);
       const { site, created } = await registerSite(deps.db, deps.config.GATEWAY_SECRET, { accountId: principal.accountId, clientId: principal.clientId }, input);

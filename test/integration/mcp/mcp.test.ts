@@ -279,3 +279,33 @@ describe('POST /v1/mcp: credentials', () => {
     expect(response.status).toBe(405);
   });
 });
+
+describe('sites on internal addresses, where private addresses are not allowed (every environment but development)', () => {
+  let guarded: TestApi;
+  beforeAll(async () => {
+    guarded = await startApi({ SITE_ALLOW_PRIVATE_ADDRESSES: 'false' });
+  });
+  afterAll(() => guarded.close());
+
+  test.each(['http://127.0.0.1:9201/', 'http://[::1]:7233/', 'http://localhost:8080/', 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.5/', 'http://0x7f000001:54329/'])(
+    'registering %s is 400 naming site_url',
+    async (siteUrl) => {
+      const token = await createServiceToken(guarded.deps.db, tenant.accountId, uniqueId('client-'));
+      const response = await fetch(`${guarded.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: siteUrl }) });
+      expect(response.status).toBe(400);
+      expect((await json(response)).error.message).toMatch(/^site_url: must name a public host/);
+    },
+  );
+
+  test('a site already registered on an internal address is not called: the ability tools answer that it could not be reached', async () => {
+    const { key } = await createKey(guarded.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
+    const client = new Client({ name: 'test-client', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${guarded.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+    const callsBefore = fakeSite.calls.length;
+    const result = await client.callTool({ name: 'list_site_abilities', arguments: { site_id: siteId } });
+    expect(result.isError).toBe(true);
+    expect(structured(result).error).toMatchObject({ code: 'unavailable', message: 'the site could not be reached' });
+    expect(fakeSite.calls.length).toBe(callsBefore);
+    await client.close();
+  });
+});
