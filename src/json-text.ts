@@ -8,14 +8,18 @@
  * - strings (keys too) must be well-formed UTF-16. A `\ud800` escape with no partner parses
  *   to a lone surrogate, which jsonb refuses and a text column silently stores as U+FFFD, so
  *   the value would neither be stored nor round-trip;
+ * - at most MAX_JSON_CONTAINERS arrays and objects in all, counted on the text before parsing:
+ *   building millions of tiny containers (30 MB of nested `[]`) takes `JSON.parse` seconds,
+ *   during which the process answers nobody, where the same bytes of strings take milliseconds;
  * - no key is `__proto__`. JSON.parse keeps it as a plain key, but copying the object (as
  *   schema parsing does) sets a prototype instead, so the entry would silently vanish: a
  *   metadata filter `{"__proto__": [...]}` would filter nothing.
  */
 export const MAX_JSON_DEPTH = 128;
+export const MAX_JSON_CONTAINERS = 100_000;
 
 export class JsonTextError extends Error {
-  readonly kind: 'syntax' | 'depth' | 'surrogate' | 'key';
+  readonly kind: 'syntax' | 'depth' | 'surrogate' | 'key' | 'size';
   /** Where in the body the problem is (`messages[0].content`), or undefined for the whole body. */
   readonly path: string | undefined;
 
@@ -28,6 +32,10 @@ export class JsonTextError extends Error {
 
 /** Parses a JSON text or throws JsonTextError with a client-safe message. */
 export function parseJsonText(text: string): unknown {
+  // A text this short cannot hold more containers than the limit: no scan on the hot path.
+  if (text.length > 2 * MAX_JSON_CONTAINERS && containersExceed(text, MAX_JSON_CONTAINERS)) {
+    throw new JsonTextError('size', `request body holds more than ${MAX_JSON_CONTAINERS} arrays and objects`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -36,6 +44,21 @@ export function parseJsonText(text: string): unknown {
   }
   checkValue(value, [], 0);
   return value;
+}
+
+/** Counts `{` and `[` outside strings, stopping once past `limit` (about 3 ms per MB). */
+function containersExceed(text: string, limit: number): boolean {
+  let count = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if ((c === 0x7b || c === 0x5b) && ++count > limit) return true;
+  }
+  return false;
 }
 
 // The path is one array, pushed and popped, so a large body costs no allocation per value.

@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { ActorType, AuthMethod, Principal } from '../auth/principal';
 import type { Queryable } from '../store/db';
+import { databaseNotReached } from '../store/db-errors';
 
 export { assertCredits } from './credits';
 
@@ -181,13 +182,31 @@ export async function flushUsage(pool: Pool): Promise<void> {
   await writers.get(pool)?.close();
 }
 
-async function writeWithRetry(db: Queryable, rows: UsageRow[]): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
+const writeWithRetry = (db: Queryable, rows: UsageRow[]): Promise<void> => retryUnapplied(() => writeUsageBatch(db, rows));
+
+/** Back-off between attempts when Postgres could not be reached: about 30 s in all. */
+export const UNREACHED_BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000, 8000, 8000];
+
+/**
+ * Runs a metering statement again when it provably wrote nothing: a deadlock or
+ * serialization failure (up to three attempts), or Postgres not reached at all (a pool
+ * connect timeout under load, a restart), with back-off. A completion already served is then
+ * still billed once Postgres answers, instead of being lost.
+ */
+export async function retryUnapplied(write: () => Promise<void>, sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))): Promise<void> {
+  let conflicts = 0;
+  let unreached = 0;
+  for (;;) {
     try {
-      return await writeUsageBatch(db, rows);
+      return await write();
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (attempt >= 3 || !code || !RETRYABLE_SQLSTATES.has(code)) throw error;
+      if (code && RETRYABLE_SQLSTATES.has(code) && ++conflicts < 3) continue;
+      if (databaseNotReached(error) && unreached < UNREACHED_BACKOFF_MS.length) {
+        await sleep(UNREACHED_BACKOFF_MS[unreached++]!);
+        continue;
+      }
+      throw error;
     }
   }
 }

@@ -17,6 +17,18 @@ export function nulInText(error: unknown): boolean {
  */
 const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
 const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated unexpectedly|Connection terminated due to connection timeout)/;
+/**
+ * The statement never reached Postgres (no connection could be made or taken from the pool):
+ * it wrote nothing, so sending it again cannot apply it twice. (A connection lost mid-statement
+ * is not in this set: that statement may have committed.)
+ */
+const NOT_REACHED_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P03']);
+const NOT_REACHED_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
+export function databaseNotReached(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (typeof code === 'string' && NOT_REACHED_CODES.has(code)) || (typeof message === 'string' && NOT_REACHED_MESSAGES.test(message));
+}
+
 export function databaseUnavailable(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   return (typeof code === 'string' && DATABASE_UNAVAILABLE_CODES.has(code)) || (typeof message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(message));

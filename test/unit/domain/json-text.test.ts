@@ -1,4 +1,4 @@
-import { JsonTextError, MAX_JSON_DEPTH, parseJsonText } from '../../../src/json-text';
+import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, parseJsonText } from '../../../src/json-text';
 
 const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 const failure = (text: string): JsonTextError => {
@@ -38,6 +38,14 @@ describe('parseJsonText', () => {
     expect(error.kind).toBe('surrogate');
     expect(error.path).toBe(path);
     expect(error.message).toContain(path);
+  });
+
+  test(`at most ${MAX_JSON_CONTAINERS} arrays and objects, counted before parsing; brackets inside strings do not count`, () => {
+    const many = (n: number) => `[${Array(n).fill('[]').join(',')}]`;
+    expect(parseJsonText(many(MAX_JSON_CONTAINERS - 1))).toHaveLength(MAX_JSON_CONTAINERS - 1);
+    expect(failure(many(MAX_JSON_CONTAINERS)).kind).toBe('size');
+    const bracketsInText = JSON.stringify({ code: '[{"a":"\\"}]'.repeat(50_000) });
+    expect(parseJsonText(bracketsInText)).toHaveProperty('code');
   });
 
   test('a __proto__ key is refused wherever it is', () => {

@@ -1,0 +1,37 @@
+import { retryUnapplied, UNREACHED_BACKOFF_MS } from '../../../src/billing/usage';
+
+const failing = (errors: unknown[]) => {
+  let calls = 0;
+  const write = async () => {
+    const error = errors[calls++];
+    if (error) throw error;
+  };
+  return { write, calls: () => calls };
+};
+const noSleep = async () => undefined;
+
+describe('retryUnapplied (metering writes)', () => {
+  test('Postgres not reached (pool connect timeout, refused): retried with back-off until it answers', async () => {
+    const slept: number[] = [];
+    const { write, calls } = failing([new Error('timeout exceeded when trying to connect'), Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })]);
+    await retryUnapplied(write, async (ms) => void slept.push(ms));
+    expect(calls()).toBe(3);
+    expect(slept).toEqual(UNREACHED_BACKOFF_MS.slice(0, 2));
+  });
+
+  test('gives up after the back-off schedule', async () => {
+    const unreached = Array.from({ length: UNREACHED_BACKOFF_MS.length + 1 }, () => new Error('timeout exceeded when trying to connect'));
+    await expect(retryUnapplied(failing(unreached).write, noSleep)).rejects.toThrow(/timeout exceeded/);
+  });
+
+  test('a deadlock is retried at most three times; a connection lost mid-statement (it may have committed) is not retried', async () => {
+    const deadlock = () => Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    const twice = failing([deadlock(), deadlock()]);
+    await retryUnapplied(twice.write, noSleep);
+    expect(twice.calls()).toBe(3);
+    await expect(retryUnapplied(failing([deadlock(), deadlock(), deadlock()]).write, noSleep)).rejects.toThrow(/deadlock/);
+    const lost = failing([Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' })]);
+    await expect(retryUnapplied(lost.write, noSleep)).rejects.toThrow(/terminated/);
+    expect(lost.calls()).toBe(1);
+  });
+});
