@@ -1,6 +1,6 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Deps } from '../src/deps';
-import { computeCreditsNano, findModel, type ProviderRegistry } from '../src/providers';
+import { computeCreditsNano, documentAsText, findModel, type ProviderRegistry } from '../src/providers';
 import { ContextWindowExceededError } from '../src/providers/errors';
 import { estimateRequestTokens, estimateTextTokens } from '../src/providers/tokens';
 import type { ModelRecord } from '../src/providers/catalog';
@@ -36,7 +36,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       }
       const older = context.events.slice(0, lastUser);
       const transcript = runRequest({ ...context, events: older }, model)
-        .messages.map((m) => `${m.role}: ${m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `[tool ${p.name} ${JSON.stringify(p.input)}]` : p.type === 'tool-result' ? `[result ${String(p.content).slice(0, 2000)}]` : '')).join(' ')}`)
+        .messages.map((m) => `${m.role}: ${m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `[tool ${p.name} ${JSON.stringify(p.input)}]` : p.type === 'tool-result' ? `[result ${String(p.content).slice(0, 2000)}]` : p.type === 'document' ? documentAsText(p) : '')).join(' ')}`)
         .join('\n');
       let summary = context.summary ?? '';
       let usage = zeroUsage();

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Queryable } from '../src/store/db';
 import { EVENT_COLUMNS, type EventRow } from '../src/store/events';
 import type { RunToolEntry as ToolEntry } from '../src/domain/run-tools';
-import type { AssistantPart, TextPart, UnifiedMessage, UserPart } from '../src/providers';
+import { documentAsText, type AssistantPart, type DocumentPart, type TextPart, type UnifiedMessage, type UserPart } from '../src/providers';
 
 /**
  * What a model turn is built from: the agent, the session, and the event log since the
@@ -89,14 +89,27 @@ export function assertRunHoldsSession(session: { active_run_id: string | null } 
   }
 }
 
-const textOf = (block: Record<string, unknown>): string | undefined => {
-  if (block.type === 'text' && typeof block.text === 'string') return block.text;
-  if (block.type === 'document') {
-    const source = block.source as { data?: string; text?: string } | undefined;
-    const title = typeof block.title === 'string' ? `${block.title}\n` : '';
-    return `${title}${source?.data ?? source?.text ?? (typeof block.text === 'string' ? block.text : '')}`;
+/**
+ * A message block as the model receives it: text, or a document (a base64 file whose media
+ * type is text is decoded and read as text; other files go to the provider as files).
+ */
+function messagePart(block: Record<string, unknown>): TextPart | DocumentPart | undefined {
+  if (block.type === 'text' && typeof block.text === 'string') return { type: 'text', text: block.text };
+  if (block.type !== 'document') return undefined;
+  const source = (block.source ?? {}) as { type?: string; media_type?: string; data?: string; url?: string };
+  const described = { ...(typeof block.title === 'string' ? { title: block.title } : {}), ...(typeof block.context === 'string' ? { context: block.context } : {}) };
+  if (source.type === 'url' && typeof source.url === 'string') return { type: 'document', source: { type: 'url', url: source.url }, ...described };
+  if (source.type === 'base64' && typeof source.data === 'string' && source.media_type && !source.media_type.startsWith('text/')) {
+    return { type: 'document', source: { type: 'base64', media_type: source.media_type, data: source.data }, ...described };
   }
-  return undefined;
+  const data = source.type === 'base64' ? Buffer.from(source.data ?? '', 'base64').toString('utf8') : String(source.data ?? '');
+  return { type: 'document', source: { type: 'text', data }, ...described };
+}
+
+/** System instructions are text: a document among them is read as text (a file only named). */
+const systemText = (block: Record<string, unknown>): string | undefined => {
+  const part = messagePart(block);
+  return part === undefined ? undefined : part.type === 'text' ? part.text : documentAsText(part);
 };
 
 export interface Conversation {
@@ -152,10 +165,10 @@ export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' 
     const blocks = event.content as Array<Record<string, unknown>>;
     switch (event.type) {
       case 'user.message':
-        push('user', blocks.map(textOf).filter((t): t is string => t !== undefined).map((text) => ({ type: 'text', text })));
+        push('user', blocks.map(messagePart).filter((part): part is TextPart | DocumentPart => part !== undefined));
         break;
       case 'system.message':
-        system.push(...blocks.map(textOf).filter((t): t is string => t !== undefined).map((text) => ({ type: 'text' as const, text })));
+        system.push(...blocks.map(systemText).filter((t): t is string => t !== undefined).map((text) => ({ type: 'text' as const, text })));
         break;
       case 'agent.message':
         push('assistant', blocks.filter((b) => b.type === 'text').map((b) => ({ type: 'text', text: String(b.text ?? '') })));

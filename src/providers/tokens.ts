@@ -1,4 +1,4 @@
-import type { UnifiedRequest, Usage } from './types';
+import { documentAsText, type UnifiedRequest, type Usage } from './types';
 
 /**
  * Rough token estimate: one token per four characters, the usual rule of thumb for
@@ -16,6 +16,9 @@ export function estimateRequestTokens(request: Pick<UnifiedRequest, 'system' | '
       else if (part.type === 'tool-call') chars += part.name.length + JSON.stringify(part.input).length;
       else if (part.type === 'tool-result') chars += typeof part.content === 'string' ? part.content.length : JSON.stringify(part.content).length;
       else if (part.type === 'image') chars += 1000 * 4; // images cost roughly a thousand tokens
+      // A file's text is not known here: its encoded size stands in (an overestimate, so
+      // compaction comes early rather than an overflow).
+      else if (part.type === 'document') chars += part.source.type === 'base64' ? part.source.data.length : documentAsText(part).length;
     }
   }
   for (const tool of request.tools ?? []) chars += JSON.stringify(tool).length;

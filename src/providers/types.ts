@@ -46,6 +46,30 @@ export interface ToolResultPart {
   is_error?: boolean;
   cache_control?: CacheControl;
 }
+/**
+ * A document in a user turn (the event log's document block): a file (`base64`, e.g. a PDF),
+ * plain text, or a link. Providers that read files natively get the file; text is read as
+ * text; a link is passed on as its address (the gateway does not fetch it).
+ */
+export interface DocumentPart {
+  type: 'document';
+  source: { type: 'base64'; media_type: string; data: string } | { type: 'text'; data: string } | { type: 'url'; url: string };
+  title?: string;
+  context?: string;
+}
+
+/** A document as text: title, context, then the content (a file's content is not text: it is named instead). */
+export function documentAsText(part: DocumentPart): string {
+  const heading = [part.title, part.context].filter((line): line is string => Boolean(line));
+  const body =
+    part.source.type === 'text'
+      ? part.source.data
+      : part.source.type === 'url'
+        ? `[document at ${part.source.url}]`
+        : `[attached ${part.source.media_type} document${part.title ? ` "${part.title}"` : ''}: not readable as text]`;
+  return [...heading, body].join('\n');
+}
+
 /** A provider block the hub does not model (e.g. Anthropic `server_tool_use`), kept verbatim for its own provider. */
 export interface ProviderRawPart {
   type: 'provider-raw';
@@ -53,7 +77,7 @@ export interface ProviderRawPart {
   block: Record<string, unknown>;
 }
 
-export type UserPart = TextPart | ImagePart | ToolResultPart | ProviderRawPart;
+export type UserPart = TextPart | ImagePart | DocumentPart | ToolResultPart | ProviderRawPart;
 export type AssistantPart = TextPart | ReasoningPart | RedactedReasoningPart | ToolCallPart | ProviderRawPart;
 
 export type UnifiedMessage = { role: 'user'; content: UserPart[] } | { role: 'assistant'; content: AssistantPart[] };

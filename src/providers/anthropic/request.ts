@@ -1,5 +1,5 @@
 import { ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_MIN_THINKING_BUDGET, THINKING_BUDGETS } from '../reasoning';
-import type { AssistantPart, UnifiedRequest, UnifiedTool, UserPart } from '../types';
+import type { AssistantPart, DocumentPart, UnifiedRequest, UnifiedTool, UserPart } from '../types';
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
@@ -82,9 +82,18 @@ function userBlock(part: UserPart): Record<string, unknown>[] {
           part,
         ),
       ];
+    case 'document':
+      return [{ type: 'document', source: documentSource(part.source), ...(part.title ? { title: part.title } : {}), ...(part.context ? { context: part.context } : {}) }];
     case 'provider-raw':
       return part.provider === 'anthropic' ? [part.block] : [];
   }
+}
+
+/** Anthropic reads all three document sources natively (text as `text/plain`). */
+function documentSource(source: DocumentPart['source']): Record<string, unknown> {
+  if (source.type === 'text') return { type: 'text', media_type: 'text/plain', data: source.data };
+  if (source.type === 'url') return { type: 'url', url: source.url };
+  return { type: 'base64', media_type: source.media_type, data: source.data };
 }
 
 function assistantBlock(part: AssistantPart): Record<string, unknown>[] {

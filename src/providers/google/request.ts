@@ -1,5 +1,5 @@
 import { THINKING_BUDGETS } from '../reasoning';
-import type { ImageSource, UnifiedMessage, UnifiedRequest } from '../types';
+import { documentAsText, type ImageSource, type UnifiedMessage, type UnifiedRequest } from '../types';
 
 /** Unified → Gemini generateContent request body. */
 export function toGoogleRequest(request: UnifiedRequest): Record<string, unknown> {
@@ -84,6 +84,8 @@ function convertMessage(message: UnifiedMessage, toolNames: Map<string, string>)
     const parts = message.content.flatMap((part): Record<string, unknown>[] => {
       if (part.type === 'text') return [{ text: part.text }];
       if (part.type === 'image') return [inline(part.source)];
+      // A file goes inline (Gemini reads PDFs); text and links are read as text.
+      if (part.type === 'document') return [part.source.type === 'base64' ? { inlineData: { mimeType: part.source.media_type, data: part.source.data } } : { text: documentAsText(part) }];
       if (part.type === 'tool-result') {
         const text = typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
         return [

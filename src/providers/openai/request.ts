@@ -1,5 +1,5 @@
 import { hasCapability } from '../catalog';
-import type { ImagePart, TextPart, UnifiedMessage, UnifiedRequest } from '../types';
+import { documentAsText, type DocumentPart, type ImagePart, type TextPart, type UnifiedMessage, type UnifiedRequest } from '../types';
 
 /** Unified → OpenAI chat completions request body (also what OpenAI-compatible servers accept). */
 export function toOpenAIRequest(request: UnifiedRequest, stream: boolean): Record<string, unknown> {
@@ -48,28 +48,35 @@ export function toOpenAIRequest(request: UnifiedRequest, stream: boolean): Recor
   return body;
 }
 
-function contentPart(part: TextPart | ImagePart): Record<string, unknown> {
+function contentPart(part: TextPart | ImagePart | DocumentPart): Record<string, unknown> {
   if (part.type === 'text') return { type: 'text', text: part.text };
+  if (part.type === 'document') {
+    // A file goes as a chat `file` part (PDF input); text and links are read as text.
+    if (part.source.type !== 'base64') return { type: 'text', text: documentAsText(part) };
+    return { type: 'file', file: { filename: part.title ?? 'document', file_data: `data:${part.source.media_type};base64,${part.source.data}` } };
+  }
   const url = part.source.kind === 'url' ? part.source.url : `data:${part.source.media_type};base64,${part.source.data}`;
   return { type: 'image_url', image_url: { url } };
 }
 
-function simpleContent(parts: Array<TextPart | ImagePart>): string | Record<string, unknown>[] {
-  // Plain strings when there are no images: every OpenAI-compatible server understands those.
-  if (parts.every((part) => part.type === 'text')) return parts.map((part) => (part as TextPart).text).join('\n\n');
+function simpleContent(parts: Array<TextPart | ImagePart | DocumentPart>): string | Record<string, unknown>[] {
+  // Plain strings when there are no images or files: every OpenAI-compatible server understands those.
+  if (parts.every((part) => part.type === 'text' || (part.type === 'document' && part.source.type !== 'base64'))) {
+    return parts.map((part) => (part.type === 'text' ? part.text : documentAsText(part as DocumentPart))).join('\n\n');
+  }
   return parts.map(contentPart);
 }
 
 function convertMessage(message: UnifiedMessage): Record<string, unknown>[] {
   if (message.role === 'user') {
     const out: Record<string, unknown>[] = [];
-    const rest: Array<TextPart | ImagePart> = [];
+    const rest: Array<TextPart | ImagePart | DocumentPart> = [];
     // Tool results must directly follow the assistant turn that made the calls.
     for (const part of message.content) {
       if (part.type === 'tool-result') {
         const content = typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '[image]')).join('\n');
         out.push({ role: 'tool', tool_call_id: part.tool_use_id, content });
-      } else if (part.type === 'text' || part.type === 'image') rest.push(part);
+      } else if (part.type === 'text' || part.type === 'image' || part.type === 'document') rest.push(part);
     }
     if (rest.length > 0) out.push({ role: 'user', content: simpleContent(rest) });
     return out;
