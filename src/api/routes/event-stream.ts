@@ -157,7 +157,11 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     out.write(`retry: ${RETRY_MS}\n: stream open\n\n`);
     // An idle stream whose credential was revoked or expired is closed at its next keep-alive.
     keepAlive = setInterval(() => {
-      credentialStillValid(deps, token).then((valid) => (valid ? out.write(': keep-alive\n\n') : close()), close);
+      credentialStillValid(deps, token).then((valid) => {
+        if (closed) return; // the stream ended while the check ran
+        if (valid) out.write(': keep-alive\n\n');
+        else close();
+      }, close);
     }, deps.config.EVENT_STREAM_KEEPALIVE_MS);
     drain();
   });
