@@ -41,6 +41,7 @@ export function toRunFailure(error: unknown): Error {
 export function runRequest(context: RunContext, model: ModelRecord, conversation: Conversation = buildConversation(context)): UnifiedRequest {
   const kbEnabled = context.agent.settings?.disable_kb_rag !== true;
   const tools = modelTools(context.agent.tools ?? [], conversation.loadedTools, { kbEnabled });
+  const effort = reasoningEffortFor(context, model);
   return {
     model,
     system: conversation.system,
@@ -48,7 +49,7 @@ export function runRequest(context: RunContext, model: ModelRecord, conversation
     ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: 'function' as const, ...tool })) } : {}),
     ...(context.agent.max_tokens ? { max_tokens: context.agent.max_tokens } : {}),
     ...(context.agent.temperature !== null && context.agent.temperature !== undefined ? { temperature: context.agent.temperature } : {}),
-    ...(reasoningEffortFor(context, model) ? { reasoning_effort: reasoningEffortFor(context, model)! } : {}),
+    ...(effort ? { reasoning_effort: effort } : {}),
   };
 }
 

@@ -1,11 +1,11 @@
-import { findMediaModel, findModel, isMediaModelId, listMediaModels, type Capability, type MediaCapability, type MediaModelRecord, type ModelRecord } from '../providers/catalog';
-import { ApiError, badRequest } from './errors';
-
 /**
  * Model ids from requests, resolved against the catalogs: chat models (chat completions,
  * content helpers that chat) and media models (images, speech, transcription) are apart, so
  * a model of the other kind is a 400 naming `model`, an unknown one 404.
  */
+import { findMediaModel, findModel, isMediaModelId, listMediaModels, type Capability, type MediaCapability, type MediaModelRecord, type ModelRecord } from '../providers/catalog';
+import { ApiError, badRequest } from './errors';
+
 export const modelNotFound = (model: string) => new ApiError(404, 'not_found_error', `model '${model}' not found; see GET /v1/models`);
 
 /**

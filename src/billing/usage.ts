@@ -160,8 +160,9 @@ class UsageWriter {
           await writeWithRetry(this.pool, batch.map((pending) => pending.row));
           for (const pending of batch) pending.resolve();
         } catch (error) {
-          if (batch.length === 1) {
-            batch[0]!.reject(error);
+          // Postgres out of reach is no row's fault: the whole batch fails (after the back-off).
+          if (batch.length === 1 || databaseNotReached(error)) {
+            for (const pending of batch) pending.reject(error);
             continue;
           }
           // One bad row must not fail the others: write them one by one.

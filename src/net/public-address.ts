@@ -29,8 +29,12 @@ for (const [network, prefix] of [
   NON_PUBLIC.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
-  ['::', 128],
+  ['::', 96], // unspecified, and IPv4-compatible (deprecated) addresses
   ['::1', 128],
+  ['2002::', 16], // 6to4: embeds any IPv4 address, private ones included
+  ['2001::', 32], // Teredo
+  ['fec0::', 10], // site-local (deprecated)
+  ['64:ff9b:1::', 48],
   ['64:ff9b::', 96],
   ['100::', 64],
   ['2001:db8::', 32],

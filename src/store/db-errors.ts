@@ -22,7 +22,8 @@ const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect
  * it wrote nothing, so sending it again cannot apply it twice. (A connection lost mid-statement
  * is not in this set: that statement may have committed.)
  */
-const NOT_REACHED_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P03']);
+// (EHOSTUNREACH and ENETUNREACH are left out: they can also end a connection mid-statement.)
+const NOT_REACHED_CODES = new Set(['ECONNREFUSED', 'EAI_AGAIN', '57P03']);
 const NOT_REACHED_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
 export function databaseNotReached(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };

@@ -113,8 +113,9 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
           for (;;) {
             const rows = await eventsAfterSeq(deps.db, session.id, lastSeq);
             // The credential is checked again before every delivery (a revoked key, an expired
-            // browser token: revocation is immediate on streams too). Keys are cached and
-            // invalidated by NOTIFY, tokens verified in memory, so this costs no query for them.
+            // browser token: revocation is immediate on streams too). API keys come from the
+            // process cache (invalidated by NOTIFY) and browser tokens are verified in memory;
+            // service and OAuth tokens cost one indexed lookup.
             if (rows.length > 0 && !(await credentialStillValid(deps, token))) return close();
             // Access is checked again before new events go out (at most every
             // EVENT_STREAM_ACCESS_RECHECK_MS, not per event): a session whose agent moved to
@@ -150,7 +151,10 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
 
     ctx.res.on('close', close);
     // A client that left while the stream was being set up: its 'close' has already fired.
-    if (ctx.req.socket.destroyed) close();
+    if (ctx.req.socket.destroyed) {
+      close();
+      return;
+    }
     ctx.status = 200;
     ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     ctx.body = out;

@@ -4,7 +4,7 @@ import { fetch } from 'undici';
 import { isPublicAddress, namesNonPublicHost, publicOnlyDispatcher } from '../../../src/net/public-address';
 
 describe('isPublicAddress', () => {
-  test.each(['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:8.8.8.8', 'not an ip'])('%s is not public', (address) => {
+  test.each(['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:8.8.8.8', '::7f00:1', '2002:c0a8:101::1', '2001:0:4136:e378::1', 'fec0::1', 'not an ip'])('%s is not public', (address) => {
     expect(isPublicAddress(address)).toBe(false);
   });
   test.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111'])('%s is public', (address) => {
