@@ -90,8 +90,10 @@ export function assertRunHoldsSession(session: { active_run_id: string | null } 
 }
 
 /**
- * A message block as the model receives it: text, or a document (a base64 file whose media
- * type is text is decoded and read as text; other files go to the provider as files).
+ * A message block as the model receives it: text, or a document. PDFs go to the provider as
+ * files (the one file type all three read natively); a base64 file whose media type is text is
+ * decoded and read as text; any other file, and a link, reach the model as text naming them (a
+ * file type the provider refuses would fail this run and every later one of the session).
  */
 function messagePart(block: Record<string, unknown>): TextPart | DocumentPart | undefined {
   if (block.type === 'text' && typeof block.text === 'string') return { type: 'text', text: block.text };
@@ -100,7 +102,8 @@ function messagePart(block: Record<string, unknown>): TextPart | DocumentPart | 
   const described = { ...(typeof block.title === 'string' ? { title: block.title } : {}), ...(typeof block.context === 'string' ? { context: block.context } : {}) };
   if (source.type === 'url' && typeof source.url === 'string') return { type: 'document', source: { type: 'url', url: source.url }, ...described };
   if (source.type === 'base64' && typeof source.data === 'string' && source.media_type && !source.media_type.startsWith('text/')) {
-    return { type: 'document', source: { type: 'base64', media_type: source.media_type, data: source.data }, ...described };
+    if (source.media_type === 'application/pdf') return { type: 'document', source: { type: 'base64', media_type: source.media_type, data: source.data }, ...described };
+    return { type: 'text', text: documentAsText({ type: 'document', source: { type: 'base64', media_type: source.media_type, data: '' }, ...described }) };
   }
   const data = source.type === 'base64' ? Buffer.from(source.data ?? '', 'base64').toString('utf8') : String(source.data ?? '');
   return { type: 'document', source: { type: 'text', data }, ...described };

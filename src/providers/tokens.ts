@@ -16,9 +16,10 @@ export function estimateRequestTokens(request: Pick<UnifiedRequest, 'system' | '
       else if (part.type === 'tool-call') chars += part.name.length + JSON.stringify(part.input).length;
       else if (part.type === 'tool-result') chars += typeof part.content === 'string' ? part.content.length : JSON.stringify(part.content).length;
       else if (part.type === 'image') chars += 1000 * 4; // images cost roughly a thousand tokens
-      // A file's text is not known here: its encoded size stands in (an overestimate, so
-      // compaction comes early rather than an overflow).
-      else if (part.type === 'document') chars += part.source.type === 'base64' ? part.source.data.length : documentAsText(part).length;
+      // A PDF's text is not known here: about one token per 50 bytes of file (a page of some
+      // 100 KB costs a few thousand tokens). An underestimate is caught by the provider's own
+      // context-window answer, which the runtime compacts on too.
+      else if (part.type === 'document') chars += part.source.type === 'base64' ? Math.ceil((part.source.data.length * 0.75) / 50) * 4 : documentAsText(part).length;
     }
   }
   for (const tool of request.tools ?? []) chars += JSON.stringify(tool).length;

@@ -1,5 +1,5 @@
 import { ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_MIN_THINKING_BUDGET, THINKING_BUDGETS } from '../reasoning';
-import type { AssistantPart, DocumentPart, UnifiedRequest, UnifiedTool, UserPart } from '../types';
+import { documentAsText, type AssistantPart, type DocumentPart, type UnifiedRequest, type UnifiedTool, type UserPart } from '../types';
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
@@ -83,17 +83,20 @@ function userBlock(part: UserPart): Record<string, unknown>[] {
         ),
       ];
     case 'document':
-      return [{ type: 'document', source: documentSource(part.source), ...(part.title ? { title: part.title } : {}), ...(part.context ? { context: part.context } : {}) }];
+      return [documentBlock(part)];
     case 'provider-raw':
       return part.provider === 'anthropic' ? [part.block] : [];
   }
 }
 
-/** Anthropic reads all three document sources natively (text as `text/plain`). */
-function documentSource(source: DocumentPart['source']): Record<string, unknown> {
-  if (source.type === 'text') return { type: 'text', media_type: 'text/plain', data: source.data };
-  if (source.type === 'url') return { type: 'url', url: source.url };
-  return { type: 'base64', media_type: source.media_type, data: source.data };
+/**
+ * Anthropic reads PDFs and plain text as document blocks. A link goes as text: Anthropic would
+ * fetch it itself, and refuses anything but a PDF there.
+ */
+function documentBlock(part: DocumentPart): Record<string, unknown> {
+  if (part.source.type === 'url') return { type: 'text', text: documentAsText(part) };
+  const source = part.source.type === 'text' ? { type: 'text', media_type: 'text/plain', data: part.source.data } : { type: 'base64', media_type: part.source.media_type, data: part.source.data };
+  return { type: 'document', source, ...(part.title ? { title: part.title } : {}), ...(part.context ? { context: part.context } : {}) };
 }
 
 function assistantBlock(part: AssistantPart): Record<string, unknown>[] {
