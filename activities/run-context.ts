@@ -123,7 +123,7 @@ export interface Conversation {
 }
 
 /**
- * The log's events in the order the conversation took place. A user.message joins the
+ * The log's events in the order the conversation took place. A message (user or system) joins the
  * conversation when a run claims it: one sent while another run was in flight sits in the log
  * among that run's events, but belongs before the start of the run that answers it. One no run
  * has claimed yet (queued behind the run in flight; unprocessed, though the api has already
@@ -138,7 +138,8 @@ function inConversationOrder(events: EventRow[]): EventRow[] {
   const waiting = new Map<string, EventRow[]>();
   events.forEach((event, index) => {
     if (event.type === 'session.status_running' && event.run_id && runStart.get(event.run_id) === index) ordered.push(...(waiting.get(event.run_id) ?? []));
-    if (event.type !== 'user.message') return void ordered.push(event);
+    // Messages, user and system alike, join when their run claims them.
+    if (event.type !== 'user.message' && event.type !== 'system.message') return void ordered.push(event);
     if (!event.processed_at || !event.run_id) return; // queued: no run has claimed it yet
     const start = runStart.get(event.run_id);
     if (start !== undefined && start > index) waiting.set(event.run_id, [...(waiting.get(event.run_id) ?? []), event]);

@@ -137,6 +137,10 @@ export function createRunCycleActivities(deps: Deps) {
         return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey }, closed);
       }
       if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
+      // Runs start in the order their requests were accepted: one the api started while an
+      // older request still waited (no run held the session then: a close that claimed
+      // nothing, asynchronous execution switched back on) goes after that older one.
+      if (!started && read!.next_run_id && read!.next_run_id !== runId) runId = read!.next_run_id;
       if (!started) kind = 'start';
       else if (types.has('user.tool_result')) kind = 'resume';
       else return { kind: 'none' };

@@ -243,13 +243,15 @@ export function planEvents(state: RunState, events: SentEvent[], options: { newR
     };
   }
 
-  // Messages.
-  if (state.pending_tool_use_ids.length > 0 && state.active_run_id) {
+  // Messages. A paused run refuses them until its results are in; once an interrupt has
+  // cancelled its calls (the run is ending), a message waits for its own run.
+  const awaited = state.pending_tool_use_ids.filter((id) => !state.cancelled_tool_use_ids.includes(id));
+  if (awaited.length > 0 && state.active_run_id) {
     return { ok: false, status: 400, message: 'the run is paused waiting for client tool results; send the tool result first' };
   }
   const append: EventDraft[] = [];
   let next = state;
-  if (state.pending_tool_use_ids.length > 0) {
+  if (state.pending_tool_use_ids.length > 0 && !state.active_run_id) {
     // A pause nobody holds any more: its calls are answered as cancelled before the message.
     append.push(...cancelledResults(state.pending_tool_use_ids, CANCELLED_BECAUSE.message));
     next = { ...state, pending_tool_use_ids: [], cancelled_tool_use_ids: union(state.cancelled_tool_use_ids, state.pending_tool_use_ids) };

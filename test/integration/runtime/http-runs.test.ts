@@ -122,11 +122,12 @@ test('a tool result sent after the interrupt of its paused run is refused (409),
   const late = await send(sessionId, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: toolUseId, content: 'after the interrupt' }] }]);
   expect(late.status).toBe(409);
   expect(late.body.error.message).toMatch(/already cancelled/);
-  expect((await waitForClosing(sessionId, 2)).at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
-
-  // The run's end answered the call as cancelled, once; the next message runs.
+  // Sent at once too, while the interrupted run may still be closing: accepted, it waits for its own run.
   expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'next' }] }])).status).toBe(200);
+
+  // The run's end answered the call as cancelled, once; the next message ran.
   const events = await waitForClosing(sessionId, 3);
+  expect(events.filter((e) => e.type === 'session.status_idle').map((e) => e.stop_reason)).toEqual(['client_tool_use', 'user_cancelled', 'end_turn']);
   expect(events.filter((e) => e.type === 'user.tool_result').map((e) => e.content[0])).toEqual([expect.objectContaining({ tool_use_id: toolUseId, error_code: 'cancelled' })]);
   expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
 });

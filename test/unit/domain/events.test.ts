@@ -73,6 +73,10 @@ describe('planEvents', () => {
     if (!interrupted.ok) throw new Error('refused');
     expect(interrupted.state).toEqual({ active_run_id: 'r1', pending_tool_use_ids: ['t1', 't2'], cancelled_tool_use_ids: ['t0', 't1', 't2'] });
     expect(planEvents(interrupted.state, [result('t1')], options)).toMatchObject({ ok: false, status: 409 });
+    // While the interrupted run is closing, a message is accepted and waits for its own run (no synthetic results yet: the close writes them).
+    const meanwhile = planEvents(interrupted.state, [message], options);
+    expect(meanwhile).toMatchObject({ ok: true, state: { active_run_id: 'r1' } });
+    expect(meanwhile.ok && meanwhile.append.map((e) => e.type)).toEqual(['user.message']);
     // The run has closed (the worker clears active_run_id); the next message writes the synthetic results.
     const next = planEvents({ ...interrupted.state, active_run_id: null }, [message], options);
     if (!next.ok) throw new Error('refused');

@@ -81,6 +81,10 @@ test('a message joins the conversation where the run that claimed it starts; one
   // The api names the run of a queued message when it accepts it: still unprocessed, still left out.
   const namedButQueued = [log[0]!, log[1]!, { ...log[2]!, processed_at: null }];
   expect(texts(namedButQueued)).toEqual(['user: first']);
+  // So is a system.message sent with (or after) a queued request: the run in flight does not follow it.
+  const note = { ...event('system.message', 3, 'r2', text('answer in French')), processed_at: null };
+  expect(buildConversation({ agent, events: [log[0]!, log[1]!, note] }).system).toEqual([]);
+  expect(buildConversation({ agent, events: [log[0]!, log[1]!, { ...note, processed_at: new Date(3) }] }).system.map((p) => p.text)).toEqual(['answer in French']);
 });
 
 test('deferred tools loaded before the latest compaction stay loaded (their tool_loaded results are summarized away)', () => {
