@@ -199,6 +199,30 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     }
   });
 
+  test('clients that abort while their stream is being set up leave nothing behind and break nothing', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const path = `${api.url}/v1beta1/sessions/${session.id}/events/stream`;
+    await Promise.all(
+      Array.from({ length: 60 }, async (_, i) => {
+        const controller = new AbortController();
+        setTimeout(() => controller.abort(), i % 6);
+        await fetch(path, { headers: bearer(tenant.key), signal: controller.signal }).then((r) => r.body?.cancel()).catch(() => undefined);
+      }),
+    );
+    // The api is alive, and every slot came back: the full allowance of streams opens again.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const open: Array<Awaited<ReturnType<typeof openStream>>> = [];
+    try {
+      for (let i = 0; i < 5; i++) open.push(await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key));
+      expect(open.map((s) => s.response.status)).toEqual([200, 200, 200, 200, 200]);
+      await append(client, session.id, 'still here');
+      await Promise.all(open.map((s) => s.until(() => s.events().length === 1)));
+    } finally {
+      open.forEach((s) => s.close());
+    }
+  });
+
   test('without include_thinking, an agent.message holding only a thought is not streamed (with it, it is)', async () => {
     const { client, agent, tenant } = await tenantWithAgent(api);
     const session = await createSession(client, agent.id);
