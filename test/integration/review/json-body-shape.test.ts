@@ -1,12 +1,7 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startApi, type TestApi } from '../../support/harness';
+import { platformUserWithAccount, startPlatform } from '../../support/platform';
 import { uniqueId } from '../../support/config';
 import { bearer, createServiceToken, createTenant, json, type Tenant } from '../../support/factories';
-import { createPlatformApp } from '../../../src/platform/app';
-import { createLogger } from '../../../src/logger';
-import { hashPassword } from '../../../src/domain/platform';
-import { grantPlatformAccount, insertPlatformAccount, insertPlatformUser } from '../../../src/store/platform';
 
 /**
  * JSON that parses but that no consumer can take: an unpaired UTF-16 surrogate escape (jsonb
@@ -99,22 +94,15 @@ describe('nesting deeper than 128 levels: 400 before any handler, size check or 
 });
 
 describe('platform API', () => {
-  let server: Server;
-  let url: string;
+  let platform: Awaited<ReturnType<typeof startPlatform>>;
   beforeAll(async () => {
-    server = createServer(createPlatformApp({ db: api.deps.db, logger: createLogger({ level: 'silent' }) }).callback());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    platform = await startPlatform(api.deps.db);
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(() => platform.close());
 
   test('an environment variable with a lone surrogate, or a deep body: 400 naming the field, nothing created', async () => {
-    const username = uniqueId('platform-json-');
-    await insertPlatformUser(api.deps.db, username, await hashPassword('pw'));
-    const accountId = (await insertPlatformAccount(api.deps.db, 'json')).id;
-    await grantPlatformAccount(api.deps.db, username, accountId);
-    const headers = { authorization: `Basic ${Buffer.from(`${username}:pw`).toString('base64')}`, 'content-type': 'application/json' };
-    const apps = `${url}/v1/accounts/${accountId}/apps`;
+    const { headers, accountId } = await platformUserWithAccount(api.deps.db, 'platform-json-');
+    const apps = `${platform.url}/v1/accounts/${accountId}/apps`;
     const app = await json(await fetch(apps, { method: 'POST', headers, body: JSON.stringify({ name: 'ok' }) }));
 
     const bad = await fetch(`${apps}/${app.id}/environments`, { method: 'POST', headers, body: '{"name":"prod","variables":{"A":"x\\ud800"}}' });

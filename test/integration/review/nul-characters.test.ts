@@ -1,12 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startApi, type TestApi } from '../../support/harness';
+import { platformUserWithAccount, startPlatform } from '../../support/platform';
+import { hashPassword } from '../../../src/domain/platform';
+import { insertPlatformUser } from '../../../src/store/platform';
 import { uniqueId } from '../../support/config';
 import { bearer, createServiceToken, createTenant, json, type Tenant } from '../../support/factories';
-import { createPlatformApp } from '../../../src/platform/app';
-import { createLogger } from '../../../src/logger';
-import { hashPassword } from '../../../src/domain/platform';
-import { grantPlatformAccount, insertPlatformAccount, insertPlatformUser } from '../../../src/store/platform';
 
 /**
  * Postgres text and jsonb cannot hold U+0000. Any input that reaches a query with one
@@ -87,14 +84,13 @@ describe('U+0000 in inputs: 4xx, never 500', () => {
 });
 
 describe('platform API: U+0000 in the Basic user name', () => {
-  let server: Server;
+  let platform: Awaited<ReturnType<typeof startPlatform>>;
   let url: string;
   beforeAll(async () => {
-    server = createServer(createPlatformApp({ db: api.deps.db, logger: createLogger({ level: 'silent' }) }).callback());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    platform = await startPlatform(api.deps.db);
+    url = platform.url;
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(() => platform.close());
 
   test('401 with WWW-Authenticate, not 500', async () => {
     const username = uniqueId('platform-nul-');
@@ -106,11 +102,7 @@ describe('platform API: U+0000 in the Basic user name', () => {
   });
 
   test('an app name or environment variable holding U+0000: 400 in the platform envelope, nothing created', async () => {
-    const username = uniqueId('platform-nul-');
-    await insertPlatformUser(api.deps.db, username, await hashPassword('pw'));
-    const accountId = (await insertPlatformAccount(api.deps.db, 'nul')).id;
-    await grantPlatformAccount(api.deps.db, username, accountId);
-    const headers = { authorization: `Basic ${Buffer.from(`${username}:pw`).toString('base64')}`, 'content-type': 'application/json' };
+    const { headers, accountId } = await platformUserWithAccount(api.deps.db, 'platform-nul-');
     const apps = `${url}/v1/accounts/${accountId}/apps`;
 
     const bad = await fetch(apps, { method: 'POST', headers, body: JSON.stringify({ name: 'a\u0000b' }) });
