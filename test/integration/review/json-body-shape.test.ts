@@ -1,7 +1,8 @@
 import { startApi, type TestApi } from '../../support/harness';
+import { createSession, tenantWithAgent } from '../sessions/support';
 import { platformUserWithAccount, startPlatform } from '../../support/platform';
 import { uniqueId } from '../../support/config';
-import { bearer, createServiceToken, createTenant, json, type Tenant } from '../../support/factories';
+import { bearer, createServiceToken, json, type Tenant } from '../../support/factories';
 
 /**
  * JSON that parses but that no consumer can take: an unpaired UTF-16 surrogate escape (jsonb
@@ -11,13 +12,12 @@ import { bearer, createServiceToken, createTenant, json, type Tenant } from '../
  */
 let api: TestApi;
 let tenant: Tenant;
-let agentId: string;
 let sessionId: string;
 beforeAll(async () => {
   api = await startApi();
-  tenant = await createTenant(api.deps.db);
-  agentId = (await json(await post('/v1/agents', { project_id: tenant.projectId, name: 'json', model: 'openai/gpt-4o' }))).id;
-  sessionId = (await json(await post('/v1/sessions', { agent: agentId }))).id;
+  const created = await tenantWithAgent(api);
+  tenant = created.tenant;
+  sessionId = (await createSession(created.client, created.agent.id)).id;
 });
 afterAll(() => api.close());
 

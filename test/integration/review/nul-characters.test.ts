@@ -1,9 +1,10 @@
 import { startApi, type TestApi } from '../../support/harness';
+import { createSession, tenantWithAgent } from '../sessions/support';
 import { platformUserWithAccount, startPlatform } from '../../support/platform';
 import { hashPassword } from '../../../src/domain/platform';
 import { insertPlatformUser } from '../../../src/store/platform';
 import { uniqueId } from '../../support/config';
-import { bearer, createServiceToken, createTenant, json, type Tenant } from '../../support/factories';
+import { bearer, createServiceToken, json, type Tenant } from '../../support/factories';
 
 /**
  * Postgres text and jsonb cannot hold U+0000. Any input that reaches a query with one
@@ -16,13 +17,10 @@ let agentId: string;
 let sessionId: string;
 beforeAll(async () => {
   api = await startApi();
-  tenant = await createTenant(api.deps.db);
-  const agent = await json(
-    await fetch(`${api.url}/v1/agents`, { method: 'POST', headers: bearer(tenant.key), body: JSON.stringify({ project_id: tenant.projectId, name: 'nul', model: 'openai/gpt-4o' }) }),
-  );
-  agentId = agent.id;
-  const session = await json(await fetch(`${api.url}/v1/sessions`, { method: 'POST', headers: bearer(tenant.key), body: JSON.stringify({ agent: agentId }) }));
-  sessionId = session.id;
+  const created = await tenantWithAgent(api);
+  tenant = created.tenant;
+  agentId = created.agent.id;
+  sessionId = (await createSession(created.client, agentId)).id;
 });
 afterAll(() => api.close());
 
