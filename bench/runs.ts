@@ -63,8 +63,8 @@ async function main() {
     TEMPORAL_TASK_QUEUE: `bench-${randomBytes(4).toString('hex')}`,
     LOG_LEVEL: 'warn',
   };
-  const simulator = startProcess('src/bin/simulator.ts', { SIMULATOR_PORT: String(simPort), LOG_LEVEL: 'warn' }, 'pipe');
-  const api = startProcess('src/bin/api.ts', { ...common, PORT: String(apiPort), RATE_LIMIT_ENABLED: 'false', DATABASE_POOL_SIZE: '40' }, 'pipe');
+  const simulator = startProcess('src/bin/simulator.ts', { SIMULATOR_PORT: String(simPort), LOG_LEVEL: 'warn' }, 'inherit');
+  const api = startProcess('src/bin/api.ts', { ...common, PORT: String(apiPort), RATE_LIMIT_ENABLED: 'false', DATABASE_POOL_SIZE: '40' }, 'inherit');
   // The reconciler plays no part in a benchmark (nothing is left unsignalled).
   const worker = startProcess('src/bin/worker.ts', { ...common, LOG_LEVEL: 'info', RECONCILE_INTERVAL_MS: '3600000', DATABASE_POOL_SIZE: '40' }, 'pipe');
   const workerReady = waitForOutput(worker, 'worker polling');

@@ -30,7 +30,7 @@ process.on('exit', () => {
 const CHILD_NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
 /** Runs one of src/bin/*.ts as its own process (as in production), stderr passed through. */
-export function startProcess(script: string, env: Record<string, string>, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
+export function startProcess(script: string, env: Record<string, string>, stdout: 'ignore' | 'pipe' | 'inherit' = 'ignore'): ChildProcess {
   const child = spawn(process.execPath, [...CHILD_NODE_FLAGS, '--import', 'tsx', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', stdout, 'inherit'] });
   running.add(child);
   child.once('exit', () => running.delete(child));

@@ -88,8 +88,11 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     if (!releaseSlot) throw new ApiError(429, 'rate_limit_error', `at most ${deps.config.EVENT_STREAM_MAX_PER_CREDENTIAL} event streams may be open per credential; close one first`, { headers: { 'Retry-After': '1' } });
     const out = new PassThrough();
     // Every write checks `closed` first; should one still race the end, it must not become an
-    // unhandled 'error' event, which would end the whole process.
-    out.on('error', (error) => ctx.state.log.warn({ err: error, session_id: session.id }, 'event stream write failed'));
+    // unhandled 'error' event, which would end the whole process. A client that leaves is how
+    // streams normally end (Koa's pipe reports it as a premature close): not a failure.
+    out.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') ctx.state.log.warn({ err: error, session_id: session.id }, 'event stream write failed');
+    });
     let accessCheckedAt = Date.now(); // loadAccessibleSession above
     let lastSeq = '0';
     let closed = false;

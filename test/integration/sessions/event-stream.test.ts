@@ -223,6 +223,20 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     }
   });
 
+  test('a client that closes its stream is a normal end: nothing is logged as a failure', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const stream = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key);
+    await append(client, session.id, 'read, then leave');
+    await stream.until(() => stream.events().length === 1);
+    stream.close();
+    // Events appended after the client left must not find a half-closed stream either.
+    await append(client, session.id, 'after the client left');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const failures = api.logs.filter((line) => line.includes(session.id) && /"level":(40|50)/.test(line));
+    expect(failures).toEqual([]);
+  });
+
   test('without include_thinking, an agent.message holding only a thought is not streamed (with it, it is)', async () => {
     const { client, agent, tenant } = await tenantWithAgent(api);
     const session = await createSession(client, agent.id);
