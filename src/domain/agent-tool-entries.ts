@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { jsonSchemaError } from './json-schema';
 import { chars } from './fields';
+import { DateRangeSchema, filterValue } from './kb';
 import { kbToolName, SEARCH_TOOLS_NAME } from './run-tools';
 
 /**
@@ -30,20 +31,16 @@ export const CustomToolSchema = z.strictObject({
 
 // ---- the knowledge_base filter ceiling (same dimensions as search filters; null = unconstrained)
 
-const rfc3339 = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' });
-const valueList = z.array(z.string().min(1)).max(TOOL_LIMITS.ceilingValues);
+const valueList = z.array(filterValue).max(TOOL_LIMITS.ceilingValues);
 const isoLanguage = z.string().regex(/^[a-z]{2}$/, 'must be an ISO 639-1 code (two lowercase letters)');
-const dateRange = z
-  .strictObject({ gte: rfc3339.optional(), lte: rfc3339.optional() })
-  .refine((r) => !(r.gte && r.lte) || Date.parse(r.gte) <= Date.parse(r.lte), 'gte must not be after lte');
 
 export const FilterCeilingSchema = z.strictObject({
   type: valueList.nullish(),
   uri: valueList.nullish(),
   language: z.array(isoLanguage).max(TOOL_LIMITS.ceilingValues).nullish(),
   metadata: z.record(z.string().min(1).max(128), valueList).nullish(),
-  created_at: dateRange.nullish(),
-  modified_at: dateRange.nullish(),
+  created_at: DateRangeSchema.nullish(),
+  modified_at: DateRangeSchema.nullish(),
 });
 
 export const KnowledgeBaseToolSchema = z.strictObject({

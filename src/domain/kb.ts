@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { codePoints, isPlainObject, utf8Bytes } from './fields';
 
 /**
  * Knowledge base: request schemas, limits and the filter/ceiling types shared by the
@@ -19,6 +20,8 @@ export const KB_LIMITS = {
   metadataValueChars: 1024,
   queryChars: 1000,
   filterValues: 100,
+  // The longest value a document can hold in a filterable field (uri); a longer one matches nothing.
+  filterValueChars: 2048,
   sortFields: 5,
   aggregations: 20,
   termsSizeDefault: 10,
@@ -40,14 +43,23 @@ export const ISO_639_1 = new Set(
 
 // C0 and C1 control characters, DEL included.
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
-const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8');
-const codePoints = (value: string) => [...value].length;
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+/**
+ * RFC 3339 text in UTC with milliseconds. Digits past the millisecond are dropped before
+ * parsing: V8 misreads long fractions (`.0009999999` as 9 ms).
+ */
+export const toUtcMillis = (value: string): string => new Date(value.replace(/(\.\d{3})\d+/, '$1')).toISOString();
 
-/** RFC 3339 date-time: a time zone (Z or an offset) is required. */
-export const rfc3339 = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' });
+/**
+ * RFC 3339 date-time (a time zone, Z or an offset, is required), normalised to UTC with
+ * milliseconds: the form documents are stored in, and one Elasticsearch parses (it refuses
+ * offsets past ±18:00 and more than nine fraction digits, both valid RFC 3339).
+ */
+export const rfc3339 = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' })
+  .transform(toUtcMillis)
+  // Years past 9999 in UTC have no four-digit form (toISOString writes +010000-...).
+  .refine((v) => /^\d{4}-/.test(v), 'must fall within the years 0000-9999 in UTC');
 
 // ---------------------------------------------------------------- collections
 
@@ -124,7 +136,7 @@ const metadataValue = z.union([z.string(), z.array(z.string())], { error: 'metad
   if (Array.isArray(value) && value.length > KB_LIMITS.metadataValues) {
     ctx.addIssue({ code: 'custom', message: `metadata arrays hold at most ${KB_LIMITS.metadataValues} strings` });
   }
-  if ((Array.isArray(value) ? value : [value]).some((item) => item.length > KB_LIMITS.metadataValueChars)) {
+  if ((Array.isArray(value) ? value : [value]).some((item) => codePoints(item) > KB_LIMITS.metadataValueChars)) {
     ctx.addIssue({ code: 'custom', message: `metadata strings are at most ${KB_LIMITS.metadataValueChars} characters` });
   }
 });
@@ -173,8 +185,14 @@ export interface KbDocument {
 
 // -------------------------------------------------------------------- filters
 
+/** A filter value: a stored value can be no longer than this, so a longer one is a mistake. */
+export const filterValue = z
+  .string()
+  .min(1)
+  .refine((v) => codePoints(v) <= KB_LIMITS.filterValueChars, `filter values are at most ${KB_LIMITS.filterValueChars} characters`);
+
 const oneOrMany = z
-  .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(KB_LIMITS.filterValues)], {
+  .union([filterValue, z.array(filterValue).min(1).max(KB_LIMITS.filterValues)], {
     error: 'must be a non-empty string or a non-empty array of strings',
   })
   .transform((v) => (Array.isArray(v) ? v : [v]));
@@ -261,8 +279,9 @@ function checkAggregation(agg: { type: string; field: string; size?: number; int
 export const AggregationSchema = z.strictObject(aggregationFields).superRefine(checkAggregation);
 export type AggregationSpec = z.infer<typeof AggregationSchema>;
 
-const AGGREGATION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const AGGREGATION_NAME_RULE = 'aggregation names are 1-64 characters from A-Z a-z 0-9 _ -';
+// `__proto__` would set the prototype of the response object keyed by name, not add a key.
+const AGGREGATION_NAME = /^(?!__proto__$)[A-Za-z0-9_-]{1,64}$/;
+const AGGREGATION_NAME_RULE = 'aggregation names are 1-64 characters from A-Z a-z 0-9 _ - (and not __proto__)';
 const tooManyAggregations = `at most ${KB_LIMITS.aggregations} aggregations`;
 
 const NamedAggregationSchema = z.strictObject({ name: z.string().regex(AGGREGATION_NAME, AGGREGATION_NAME_RULE), ...aggregationFields }).superRefine(checkAggregation);

@@ -41,16 +41,14 @@ const itemError = (status: number, type: string, message: string, id?: string): 
   error: { message, type, code: status },
 });
 
-const toUtc = (value: string | undefined) => (value === undefined ? undefined : new Date(value).toISOString());
-
 function toStored(collectionId: string, documentId: string, input: DocumentInput, indexedAt: string): StoredDocument {
   const stored: StoredDocument = { collection_id: collectionId, doc_id: documentId, content: input.content, indexed_at: indexedAt };
   if (input.title !== undefined) stored.title = input.title;
   if (input.type !== undefined) stored.type = input.type;
   if (input.uri !== undefined) stored.uri = input.uri;
   if (input.language !== undefined) stored.language = input.language;
-  if (input.created_at !== undefined) stored.created_at = toUtc(input.created_at);
-  if (input.modified_at !== undefined) stored.modified_at = toUtc(input.modified_at);
+  if (input.created_at !== undefined) stored.created_at = input.created_at;
+  if (input.modified_at !== undefined) stored.modified_at = input.modified_at;
   if (input.metadata !== undefined) stored.metadata = input.metadata;
   return stored;
 }

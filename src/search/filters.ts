@@ -1,5 +1,5 @@
 import type { estypes } from '@elastic/elasticsearch';
-import type { DateRange, FilterCeiling, SearchFilters } from '../domain/kb';
+import { toUtcMillis, type DateRange, type FilterCeiling, type SearchFilters } from '../domain/kb';
 import type { StoredDocument } from './documents';
 
 type Clause = estypes.QueryDslQueryContainer;
@@ -7,8 +7,10 @@ type Clause = estypes.QueryDslQueryContainer;
 /** Accepted values per dimension; null/undefined means unconstrained. Both search filters and ceilings reduce to this. */
 type Constraints = FilterCeiling;
 
+// Bounds go out in UTC: ceilings stored before dates were normalised on input may still carry
+// offsets Elasticsearch refuses (past ±18:00).
 const rangeClause = (field: string, range: DateRange): Clause => ({
-  range: { [field]: { ...(range.gte ? { gte: range.gte } : {}), ...(range.lte ? { lte: range.lte } : {}), format: 'strict_date_optional_time' } },
+  range: { [field]: { ...(range.gte ? { gte: toUtcMillis(range.gte) } : {}), ...(range.lte ? { lte: toUtcMillis(range.lte) } : {}), format: 'strict_date_optional_time' } },
 });
 
 // A range with neither bound constrains nothing (as an unbounded range clause it would still

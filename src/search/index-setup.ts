@@ -14,17 +14,23 @@ export const kbIndexName = (prefix: string) => `${prefix}-documents-v1`;
 // query caps the analysed length itself; this is the cap both use.
 export const MAX_ANALYZED_OFFSET = 1_000_000;
 
+// Keyword values longer than this are not indexed (not sortable, filterable or counted).
+// Elasticsearch counts UTF-16 units; titles and metadata strings are limited to 1024 code
+// points, which is up to 2048 units (an emoji is two).
+const KEYWORD_IGNORE_ABOVE = 2048;
+const metadataKeyword: estypes.MappingProperty = { type: 'keyword', ignore_above: KEYWORD_IGNORE_ABOVE };
+const titleMapping: estypes.MappingProperty = { type: 'text', analyzer: 'kb_text', fields: { keyword: { type: 'keyword', ignore_above: KEYWORD_IGNORE_ABOVE } } };
+const dynamicTemplates: estypes.MappingTypeMapping['dynamic_templates'] = [{ metadata_keywords: { path_match: 'metadata.*', mapping: metadataKeyword } }];
+
 export const KB_MAPPINGS: estypes.MappingTypeMapping = {
   dynamic: 'strict',
   // Vectors are for kNN only; keeping them out of _source keeps hits small.
   _source: { excludes: ['embedding'] },
-  dynamic_templates: [
-    { metadata_keywords: { path_match: 'metadata.*', mapping: { type: 'keyword', ignore_above: 1024 } } },
-  ],
+  dynamic_templates: dynamicTemplates,
   properties: {
     collection_id: { type: 'keyword' },
     doc_id: { type: 'keyword' },
-    title: { type: 'text', analyzer: 'kb_text', fields: { keyword: { type: 'keyword', ignore_above: 1024 } } },
+    title: titleMapping,
     content: { type: 'text', analyzer: 'kb_text' },
     type: { type: 'keyword' },
     uri: { type: 'keyword' },
@@ -43,7 +49,7 @@ export const KB_MAPPINGS: estypes.MappingTypeMapping = {
 export async function ensureKbIndex(client: SearchClient, options: { prefix: string; shards: number; replicas: number }): Promise<string> {
   const alias = kbAlias(options.prefix);
   await callSearch(async () => {
-    if (await client.indices.existsAlias({ name: alias })) return;
+    if (await client.indices.existsAlias({ name: alias })) return upgradeKbMappings(client, alias);
     try {
       await client.indices.create({
         index: kbIndexName(options.prefix),
@@ -69,4 +75,28 @@ export async function ensureKbIndex(client: SearchClient, options: { prefix: str
     await client.cluster.health({ index: alias, wait_for_status: options.replicas > 0 ? 'green' : 'yellow', timeout: '30s' });
   });
   return alias;
+}
+
+/**
+ * Brings an existing index's updatable mapping settings to the current ones (idempotent):
+ * `ignore_above` of titles and of every metadata field mapped so far, and the template for
+ * metadata fields to come. Documents indexed earlier keep how they were indexed until
+ * they are indexed again.
+ */
+async function upgradeKbMappings(client: SearchClient, alias: string): Promise<void> {
+  const current = await client.indices.getMapping({ index: alias });
+  for (const [index, { mappings }] of Object.entries(current)) {
+    const metadataFields = (mappings.properties?.metadata as estypes.MappingObjectProperty | undefined)?.properties ?? {};
+    const stale = Object.entries(metadataFields).filter(([, field]) => field.type === 'keyword' && (field as estypes.MappingKeywordProperty).ignore_above !== KEYWORD_IGNORE_ABOVE);
+    const titleKeyword = (mappings.properties?.title as estypes.MappingTextProperty | undefined)?.fields?.keyword as estypes.MappingKeywordProperty | undefined;
+    if (stale.length === 0 && titleKeyword?.ignore_above === KEYWORD_IGNORE_ABOVE) continue;
+    await client.indices.putMapping({
+      index,
+      dynamic_templates: dynamicTemplates,
+      properties: {
+        title: titleMapping,
+        metadata: { type: 'object', dynamic: true, properties: Object.fromEntries(stale.map(([name]) => [name, metadataKeyword])) },
+      },
+    });
+  }
 }

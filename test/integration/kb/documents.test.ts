@@ -68,6 +68,9 @@ describe('POST /documents/bulk: each item on its own', () => {
     ['id not a string', { id: 7, content: 'c' }, 'id'],
     ['unknown field', { id: 'x13', content: 'c', author: 'me' }, 'author'],
     ['title too long', { id: 'x14', content: 'c', title: 't'.repeat(1025) }, 'title'],
+    ['created_at past the year 9999 in UTC', { id: 'x15', content: 'c', created_at: '9999-12-31T23:59:59-18:00' }, 'created_at: must fall within the years 0000-9999'],
+    // Characters are code points: 1025 emoji is one too many.
+    ['metadata string too long', { id: 'x16', content: 'c', metadata: { k: '😀'.repeat(1025) } }, 'metadata strings are at most 1024 characters'],
   ];
 
   test.each(invalid)('%s: that item alone gets 400 with a reason', async (_label, bad, fragment) => {
@@ -107,6 +110,22 @@ describe('POST /documents/bulk: each item on its own', () => {
       modified_at: '2024-03-02T08:30:00.000Z',
       collection_id: collection,
     });
+  });
+
+  test('the longest accepted title and metadata strings (1024 characters of emoji) are still sorted, filtered and counted', async () => {
+    const own = await kb.newCollection('long-values');
+    const emoji = '😀'.repeat(1024); // 2048 UTF-16 units
+    const response = await kb.bulk(own, [
+      { id: 'long', content: 'c', title: emoji, metadata: { k: emoji } },
+      { id: 'short', content: 'c', title: 'Zebra', metadata: { k: 'z' } },
+    ]);
+    expect(response.body.errors).toBe(false);
+    const sortedDesc = await kb.searchOk(own, { sort: [{ field: 'title.keyword', order: 'desc' }] });
+    expect(ids(sortedDesc)).toEqual(['long', 'short']);
+    const filtered = await kb.searchOk(own, { filters: { metadata: { k: emoji } } });
+    expect(ids(filtered)).toEqual(['long']);
+    const counted = await kb.searchOk(own, { aggregations: [{ name: 'titles', type: 'terms', field: 'title.keyword' }] });
+    expect(counted.aggregations.titles.buckets).toHaveLength(2);
   });
 
   test('generated ids when omitted; the document is searchable as soon as the response returns', async () => {

@@ -57,6 +57,15 @@ describe('filters', () => {
     expect(sorted(await browse({ filters: { modified_at: { lte: '2024-02-20T00:00:00Z' } } }))).toEqual(['d1', 'd3']);
   });
 
+  test('any valid RFC 3339 bound works, also offsets past ±18:00 and more than nine fraction digits', async () => {
+    // 2024-01-20T19:00:00+19:00 is midnight UTC on the 20th; Elasticsearch alone refuses the offset.
+    expect(sorted(await browse({ filters: { created_at: { lte: '2024-01-20T19:00:00+19:00' } } }))).toEqual(['d1', 'd2']);
+    expect(sorted(await browse({ filters: { created_at: { gte: '2024-03-14T00:30:00-23:30' } } }))).toEqual(['d5']);
+    // Dates are kept to the millisecond (as stored): finer fractions are dropped.
+    expect(sorted(await browse({ filters: { created_at: { gte: '2024-03-01T00:00:00.0009999999Z' } } }))).toEqual(['d4', 'd5']);
+    expect(sorted(await browse({ filters: { created_at: { gte: '2024-03-01T00:00:00.0019999999Z' } } }))).toEqual(['d5']);
+  });
+
   test('filters combine with AND, and apply to queries too', async () => {
     expect(await browse({ filters: { type: 'post', metadata: { category: 'news' }, modified_at: { gte: '2024-03-01T00:00:00Z' } } })).toEqual(['d2']);
     const hits = await browse({ query: 'release', filters: { uri: ['https://ex.com/alpha'] } });
@@ -223,6 +232,8 @@ describe('validation (400)', () => {
     ['unknown aggregation type', { aggregations: { a: { type: 'avg', field: 'created_at' } } }, 'aggregations.a.type'],
     ['terms size 0', { aggregations: { a: { type: 'terms', field: 'type', size: 0 } } }, 'aggregations.a.size'],
     ['bad aggregation name', { aggregations: { 'a b': { type: 'terms', field: 'type' } } }, 'aggregation names'],
+    // As a key it would set the response object's prototype instead of adding an entry.
+    ['aggregation named __proto__', { aggregations: [{ name: '__proto__', type: 'terms', field: 'type' }] }, 'aggregations.0.name'],
     ['top_n 0', { top_n: 0 }, 'top_n'],
     ['top_n 51', { top_n: 51 }, 'top_n'],
     ['top_n fractional', { top_n: 2.5 }, 'top_n'],
@@ -230,6 +241,10 @@ describe('validation (400)', () => {
     ['unknown filter', { filters: { author: 'me' } }, 'author'],
     ['filter with an empty array', { filters: { type: [] } }, 'filters.type'],
     ['filter date not RFC 3339', { filters: { created_at: { gte: 'yesterday' } } }, 'filters.created_at.gte'],
+    ['filter date past the year 9999 in UTC', { filters: { created_at: { lte: '9999-12-31T23:59:59-18:00' } } }, 'years 0000-9999'],
+    // No stored value is longer (uri: 2048); Elasticsearch itself fails past 32766 bytes.
+    ['filter value too long', { filters: { uri: 'x'.repeat(2049) } }, 'filters.uri'],
+    ['metadata filter value too long', { filters: { metadata: { k: ['ok', 'é'.repeat(40_000)] } } }, 'filters.metadata.k.1'],
     ['filter date range reversed', { filters: { created_at: { gte: '2024-02-01T00:00:00Z', lte: '2024-01-01T00:00:00Z' } } }, 'gte must not be after lte'],
     ['filter date unknown bound', { filters: { modified_at: { gt: '2024-02-01T00:00:00Z' } } }, 'gt'],
     ['metadata filter value a number', { filters: { metadata: { a: 1 } } }, 'filters.metadata.a'],
