@@ -1,5 +1,5 @@
 import { applyAgentPatch, AgentPatchSchema, modelRuleError, temperatureError, type AgentFields } from '../../../src/domain/agents';
-import { knowledgeBaseCollections } from '../../../src/domain/agent-tool-entries';
+import { FilterCeilingSchema, knowledgeBaseCollections } from '../../../src/domain/agent-tool-entries';
 import { applySessionPatch, SessionPatchSchema } from '../../../src/domain/sessions';
 
 const base: AgentFields = {
@@ -105,6 +105,15 @@ describe('knowledgeBaseCollections', () => {
       { index: 3, collectionId: 'c2' },
     ]);
     expect(knowledgeBaseCollections(null)).toEqual([]);
+  });
+});
+
+describe('knowledge_base filter ceiling', () => {
+  test('dates are kept in UTC to the millisecond; values longer than any stored one are refused', () => {
+    expect(FilterCeilingSchema.parse({ created_at: { gte: '2024-01-01T00:00:00+19:00' } })).toEqual({ created_at: { gte: '2023-12-31T05:00:00.000Z' } });
+    expect(FilterCeilingSchema.safeParse({ modified_at: { lte: '9999-12-31T23:59:59-18:00' } }).success).toBe(false);
+    expect(FilterCeilingSchema.safeParse({ uri: ['x'.repeat(2049)] }).success).toBe(false);
+    expect(FilterCeilingSchema.safeParse({ metadata: { k: ['😀'.repeat(2048)] } }).success).toBe(true);
   });
 });
 

@@ -23,8 +23,13 @@ describe('filterClauses', () => {
       { terms: { 'metadata.tags': ['a'] } },
       { terms: { type: ['page'] } },
       { terms: { language: ['de'] } },
-      { range: { created_at: { lte: '2024-01-01T00:00:00Z', format: 'strict_date_optional_time' } } },
+      { range: { created_at: { lte: '2024-01-01T00:00:00.000Z', format: 'strict_date_optional_time' } } },
     ]);
+  });
+
+  test('date bounds go out in UTC, also a ceiling stored before bounds were normalised (offsets Elasticsearch refuses)', () => {
+    const clauses = filterClauses('c1', undefined, { created_at: { gte: '2024-01-01T00:00:00+19:00', lte: '2024-01-02T00:00:00.1234567891Z' } });
+    expect(clauses[1]).toEqual({ range: { created_at: { gte: '2023-12-31T05:00:00.000Z', lte: '2024-01-02T00:00:00.123Z', format: 'strict_date_optional_time' } } });
   });
 
   test('null ceiling members add nothing; an empty list stays (matches nothing)', () => {
