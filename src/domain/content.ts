@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { codePoints } from './fields';
 
 /**
  * Content helpers: taxonomy suggestion, image generation, image alt-text, speech and
@@ -170,7 +171,7 @@ export function applyTaxonomyRules(answer: TaxonomyAnswer, request: TaxonomyRequ
   const tags = new Map<string, TaxonomySuggestion['tags'][number]>();
   for (const item of answer.tags) {
     const text = item.tag.trim().replace(/\s+/g, ' ');
-    if (!text || text.length > TAXONOMY_LIMITS.tagChars) continue;
+    if (!text || codePoints(text) > TAXONOMY_LIMITS.tagChars) continue;
     const key = text.toLowerCase();
     const existing = approved.get(key);
     if (!existing && item.confidence < request.new_tag_confidence_threshold) continue;
@@ -334,7 +335,7 @@ export function checkImageRequest(request: ImageGenerationRequest, name: string,
   const rules = IMAGE_MODEL_RULES[name as keyof typeof IMAGE_MODEL_RULES];
   if (!rules) return { param: 'model', message: `${modelId} does not generate images` };
   const maxPrompt = IMAGE_PROMPT_MAX_CHARS[name as keyof typeof IMAGE_PROMPT_MAX_CHARS];
-  if (request.prompt.length > maxPrompt) return { param: 'prompt', message: `prompt must be at most ${maxPrompt} characters for ${modelId}` };
+  if (codePoints(request.prompt) > maxPrompt) return { param: 'prompt', message: `prompt must be at most ${maxPrompt} characters for ${modelId}` };
   if (request.n !== undefined && request.n > rules.maxN) return { param: 'n', message: `n must be at most ${rules.maxN} for ${modelId}` };
   if (request.size && !(rules.sizes as readonly string[]).includes(request.size)) {
     return { param: 'size', message: `size must be one of ${rules.sizes.join(', ')} for ${modelId}` };
@@ -431,10 +432,13 @@ export function altTextInstructions(request: AltTextRequest): string {
 /** One line, no wrapping quotes, at most `maxLength` characters (cut at a word boundary). */
 export function cleanAltText(text: string, maxLength: number): string {
   let result = text.replace(/\s+/g, ' ').trim().replace(/^["'“”]+|["'“”]+$/g, '').trim();
-  if (result.length > maxLength) {
-    const cut = result.slice(0, maxLength + 1);
+  // Lengths are characters (code points): cutting UTF-16 units could split an emoji and
+  // leave half a surrogate pair, which is not valid Unicode.
+  const characters = [...result];
+  if (characters.length > maxLength) {
+    const cut = characters.slice(0, maxLength + 1).join('');
     const space = cut.lastIndexOf(' ');
-    result = (space > maxLength / 2 ? cut.slice(0, space) : result.slice(0, maxLength)).replace(/[\s,;:.-]+$/, '');
+    result = (space > 0 && codePoints(cut.slice(0, space)) > maxLength / 2 ? cut.slice(0, space) : characters.slice(0, maxLength).join('')).replace(/[\s,;:.-]+$/, '');
   }
   return result;
 }
