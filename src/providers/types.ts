@@ -178,7 +178,8 @@ export interface UnifiedResult {
  * `tool-input-delta`s, then one `tool-call` with the parsed input.
  */
 export type StreamPart =
-  | { type: 'stream-start'; id: string; model: string }
+  // `usage`: what the upstream reports when the stream opens (Anthropic: the prompt's tokens), when it does.
+  | { type: 'stream-start'; id: string; model: string; usage?: Usage }
   | { type: 'text-delta'; delta: string }
   | { type: 'reasoning-delta'; delta: string }
   | { type: 'reasoning-signature'; signature: string }

@@ -49,7 +49,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
       switch (event.type) {
         case 'message_start':
           usage = convertAnthropicUsage(event.message?.usage);
-          yield { type: 'stream-start', id: event.message?.id ?? 'msg_unknown', model: event.message?.model ?? request.model.name };
+          yield { type: 'stream-start', id: event.message?.id ?? 'msg_unknown', model: event.message?.model ?? request.model.name, usage };
           break;
         case 'content_block_start': {
           const block = event.content_block ?? { type: 'text' };

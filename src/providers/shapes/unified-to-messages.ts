@@ -1,6 +1,6 @@
 import { sseMessage } from '../sse';
 import { toAnthropicStopReason } from '../finish-reason';
-import type { FinishReason, ResultPart, StreamPart, UnifiedResult, Usage } from '../types';
+import { emptyUsage, type FinishReason, type ResultPart, type StreamPart, type UnifiedResult, type Usage } from '../types';
 
 export const messagesUsage = (usage: Usage) => ({
   input_tokens: usage.input_tokens,
@@ -76,7 +76,7 @@ export function createMessagesEventWriter(anthropicUpstream: boolean) {
       case 'stream-start':
         return [
           event('message_start', {
-            message: { id: messageId(part.id), type: 'message', role: 'assistant', model: part.model, content: [], stop_reason: null, stop_sequence: null, usage: messagesUsage({ input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, reasoning_tokens: 0 }) },
+            message: { id: messageId(part.id), type: 'message', role: 'assistant', model: part.model, content: [], stop_reason: null, stop_sequence: null, usage: messagesUsage(part.usage ?? emptyUsage()) },
           }),
           event('ping', {}),
         ];
@@ -110,7 +110,8 @@ export function createMessagesEventWriter(anthropicUpstream: boolean) {
       case 'finish':
         return [
           ...close(),
-          // Usage in full here: message_start went out before the upstream's counts were known.
+          // Usage in full here (cumulative, as Anthropic's own message_delta): message_start carries
+          // the prompt's counts only when the upstream reported them at the start.
           event('message_delta', { delta: { stop_reason: stopReason(part.finish_reason, anthropicUpstream), stop_sequence: part.stop_sequence }, usage: messagesUsage(part.usage) }),
           event('message_stop', {}),
         ];

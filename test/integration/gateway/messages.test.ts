@@ -37,8 +37,16 @@ describe('the official anthropic client against the gateway', () => {
       messages: [{ role: 'user', content: 'think first [[think]] [[tokens:6]]' }],
     });
     const types = new Set<string>();
-    stream.on('streamEvent', (event) => types.add(event.type === 'content_block_delta' ? `${event.type}:${event.delta.type}` : event.type));
+    let startUsage: Anthropic.Usage | undefined;
+    stream.on('streamEvent', (event) => {
+      types.add(event.type === 'content_block_delta' ? `${event.type}:${event.delta.type}` : event.type);
+      // A copy: the SDK keeps updating the message_start object as the stream goes on.
+      if (event.type === 'message_start') startUsage = { ...event.message.usage };
+    });
     const final = await stream.finalMessage();
+    // As Anthropic's own stream: the prompt's tokens are known, and sent, at message_start.
+    expect(startUsage!.input_tokens).toBeGreaterThan(0);
+    expect(startUsage!.input_tokens).toBe(final.usage.input_tokens);
     expect(final.content.map((block) => block.type)).toEqual(['thinking', 'text']);
     expect(final.content[0]).toMatchObject({ type: 'thinking', thinking: 'Thinking about: think first', signature: expect.stringMatching(/^sim-sig-/) });
     expect((final.content[1] as Anthropic.TextBlock).text.split(' ')).toHaveLength(6);
