@@ -14,7 +14,20 @@ const ImageUrlPart = z.strictObject({
   type: z.literal('image_url'),
   image_url: z.strictObject({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
 });
-const UserContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPart, ImageUrlPart])).min(1)]);
+// OpenAI's document part. Only inline data: `file_id` names a file of OpenAI's Files API, which
+// the gateway does not offer (and other providers could not read).
+const FilePart = z.strictObject({
+  type: z.literal('file'),
+  file: z
+    .strictObject({
+      file_data: z.string().regex(/^data:[^;,]+;base64,/, 'file_data must be a data: URL with base64 content (data:application/pdf;base64,...)').optional(),
+      file_id: z.string().optional(),
+      filename: z.string().optional(),
+    })
+    .refine((file) => file.file_id === undefined, { message: 'file_id is not supported (the gateway has no Files API); send the file inline as file_data', path: ['file_id'] })
+    .refine((file) => file.file_data !== undefined, { message: 'file_data is required', path: ['file_data'] }),
+});
+const UserContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPart, ImageUrlPart, FilePart])).min(1)]);
 const TextContent = z.union([z.string(), z.array(TextPart)]);
 
 export const ChatToolCall = z.strictObject({
@@ -176,6 +189,13 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
       if (request.reasoning_effort !== undefined) {
         return { param: 'provider_options.thinking_config', message: 'thinking_config and reasoning_effort are mutually exclusive on google/* models' };
       }
+    }
+  }
+  if (!model.capabilities.includes('vision')) {
+    for (const [index, message] of request.messages.entries()) {
+      if (message.role !== 'user' || typeof message.content === 'string') continue;
+      const part = message.content.findIndex((p) => p.type !== 'text');
+      if (part >= 0) return { param: `messages.${index}.content.${part}`, message: `${model.id} does not accept images or files (it lacks the 'vision' capability)` };
     }
   }
   for (const [index, tool] of (request.tools ?? []).entries()) {

@@ -1,7 +1,7 @@
 import type { ChatCompletionRequest, ChatMessage } from '../../domain/chat';
 import type { ModelRecord } from '../catalog';
 import { parseToolInput } from '../tool-input';
-import type { AssistantPart, ImageSource, TextPart, UnifiedMessage, UnifiedRequest, UserPart } from '../types';
+import type { AssistantPart, DocumentPart, ImageSource, TextPart, UnifiedMessage, UnifiedRequest, UserPart } from '../types';
 
 const textOf = (content: string | Array<{ text: string }> | null | undefined): string =>
   content == null ? '' : typeof content === 'string' ? content : content.map((part) => part.text).join('');
@@ -9,6 +9,12 @@ const textOf = (content: string | Array<{ text: string }> | null | undefined): s
 export function imageSourceFromUrl(url: string): ImageSource {
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
   return data ? { kind: 'base64', media_type: data[1]!, data: data[2]! } : { kind: 'url', url };
+}
+
+/** An OpenAI `file` part (validated: inline base64 data) → a document the adapters hand on natively. */
+function documentFromFile(file: { file_data?: string; filename?: string }): DocumentPart {
+  const [, mediaType, data] = /^data:([^;,]+);base64,(.*)$/s.exec(file.file_data ?? '') ?? [];
+  return { type: 'document', source: { type: 'base64', media_type: mediaType ?? 'application/octet-stream', data: data ?? '' }, ...(file.filename ? { title: file.filename } : {}) };
 }
 
 /** OpenAI chat request (validated) → hub request. System messages anywhere become the system prompt. */
@@ -66,7 +72,11 @@ function convert(message: ChatMessage): UnifiedMessage | 'system' {
       const content: UserPart[] =
         typeof message.content === 'string'
           ? [{ type: 'text', text: message.content }]
-          : message.content.map((part) => (part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image', source: imageSourceFromUrl(part.image_url.url) }));
+          : message.content.map((part): UserPart => {
+              if (part.type === 'text') return { type: 'text', text: part.text };
+              if (part.type === 'image_url') return { type: 'image', source: imageSourceFromUrl(part.image_url.url) };
+              return documentFromFile(part.file);
+            });
       return { role: 'user', content };
     }
     case 'assistant': {

@@ -147,6 +147,9 @@ describe('validation', () => {
     ['an unknown role', { ...base, messages: [{ role: 'robot', content: 'hi' }] }, 'messages.0.role'],
     ['an unknown field', { ...base, frequency_penalty: 1 }, undefined],
     ['tool_choice without tools', { ...base, tool_choice: 'required' }, 'tool_choice'],
+    ['an image to a model without vision', { ...base, model: 'openai/gpt-4', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is it?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }] }, 'messages.0.content.1'],
+    ['a file by file_id (no Files API here)', { ...base, messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] }, 'file_id'],
+    ['file_data that is not a base64 data: URL', { ...base, messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'JVBERi0x', filename: 'a.pdf' } }] }] }, 'file_data'],
   ])('%s → 400', async (_name, body, param) => {
     const response = await post(body);
     expect(response.status).toBe(400);
@@ -183,6 +186,27 @@ describe('validation', () => {
     const sent = env.sim.requests.at(-1)!.body as Record<string, unknown>;
     for (const field of ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'reasoning_effort', 'n']) expect(sent).not.toHaveProperty(field);
   });
+});
+
+test("documents as OpenAI `file` parts reach each provider in its own form (OpenAI file part, Anthropic document block, Gemini inline data)", async () => {
+  const pdf = Buffer.from('%PDF-1.4 a tiny test document').toString('base64');
+  const content = [
+    { type: 'text' as const, text: 'Summarise the attached report.' },
+    { type: 'file' as const, file: { filename: 'report.pdf', file_data: `data:application/pdf;base64,${pdf}` } },
+  ];
+  const ask = (model: string) => client.chat.completions.create({ model, messages: [{ role: 'user', content }] });
+
+  expect((await ask('openai/gpt-4o-mini')).choices[0]!.message.content).toBeTruthy();
+  const openai = env.sim.requests.at(-1)!.body as { messages: Array<{ content: unknown }> };
+  expect(openai.messages.at(-1)!.content).toEqual(expect.arrayContaining([{ type: 'file', file: { filename: 'report.pdf', file_data: `data:application/pdf;base64,${pdf}` } }]));
+
+  await ask('anthropic/claude-haiku-4-5');
+  const anthropic = env.sim.requests.at(-1)!.body as { messages: Array<{ content: Array<Record<string, unknown>> }> };
+  expect(anthropic.messages.at(-1)!.content).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf }, title: 'report.pdf' })]));
+
+  await ask('google/gemini-2.5-flash');
+  const google = env.sim.requests.at(-1)!.body as { contents: Array<{ parts: Array<Record<string, unknown>> }> };
+  expect(google.contents.at(-1)!.parts).toEqual(expect.arrayContaining([{ inlineData: { mimeType: 'application/pdf', data: pdf } }]));
 });
 
 test('provider_options the gateway does not model reach the upstream as sent', async () => {
