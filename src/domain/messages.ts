@@ -63,7 +63,16 @@ export const MessagesRequest = z.looseObject({
   messages: z.array(MessagesMessage).min(1),
   max_tokens: z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`),
   system: z.union([z.string(), z.array(TextBlock)]).optional(),
-  tools: z.array(z.union([WebSearchServerTool, CustomTool])).max(128).optional(),
+  // Anthropic's other versioned tools (bash_*, text_editor_*, code_execution_*, ...) are not
+  // forwarded: the hub models only these two kinds, and server tools bill outside token usage.
+  tools: z
+    .array(
+      z.union([WebSearchServerTool, CustomTool], {
+        error: 'unsupported tool: the gateway takes custom tools ({name, description, input_schema}) and web_search_* server tools',
+      }),
+    )
+    .max(128)
+    .optional(),
   tool_choice: z
     .discriminatedUnion('type', [
       z.strictObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),

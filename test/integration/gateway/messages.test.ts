@@ -121,6 +121,10 @@ describe('native protocol details', () => {
       expect(response.status).toBe(status);
       expect(await json(response)).toEqual({ type: 'error', error: { type, message: expect.any(String), request_id: response.headers.get('x-request-id') } });
     }
+    // An Anthropic-defined tool the gateway does not forward: the message says what it takes.
+    const tool = await post({ model: 'claude-sonnet-4-5', max_tokens: 5, tools: [{ type: 'bash_20250124', name: 'bash' }], messages: [{ role: 'user', content: 'x' }] });
+    expect(tool.status).toBe(400);
+    expect((await json(tool)).error.message).toMatch(/tools\.0: unsupported tool: the gateway takes custom tools .* and web_search_\* server tools/);
     const overloaded = await post({ model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: '[[error:529]]' }] });
     expect(overloaded.status).toBe(529);
     expect((await json(overloaded)).error.type).toBe('overloaded_error');
