@@ -60,6 +60,19 @@ interface CloseInput {
 
 const RUN_STARTING_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'];
 
+interface ClaimInput {
+  sessionId: string;
+  cycleKey: string;
+  /** The first claim of an execution that did not continue from another. */
+  freshExecution?: boolean;
+  /**
+   * The run the claiming execution is in (a pause waiting for its results), or null when it
+   * is in none: then a run the log shows started is held by no execution. Omitted by
+   * workflow code older than this field.
+   */
+  holding?: string | null;
+}
+
 export function createRunCycleActivities(deps: Deps) {
   const limits: RunLimits = {
     maxIterations: deps.config.RUN_MAX_ITERATIONS,
@@ -74,7 +87,7 @@ export function createRunCycleActivities(deps: Deps) {
    */
   async function claimCycle(
     client: PoolClient,
-    input: { sessionId: string; cycleKey: string; freshExecution?: boolean },
+    input: ClaimInput,
     locked?: LockedSession & { agent: SessionAgent | null },
   ): Promise<RunCycle> {
     const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
@@ -121,7 +134,9 @@ export function createRunCycleActivities(deps: Deps) {
       runId = read!.next_run_id ?? newId('run');
       kind = 'start';
     } else {
-      if (started && input.freshExecution) {
+      // A claim from an execution that holds no run finding one started: after an operator's
+      // reset to a point before that run's claim, the execution that ran it is gone.
+      if (started && (input.freshExecution || input.holding === null)) {
         // A run the log shows started (in flight, paused, or with results to resume it) that no
         // execution holds: it ends now, billed for the turns it completed, and an interrupt
         // sent for it makes that end user_cancelled. Then the log's waiting work is claimed.
@@ -323,7 +338,7 @@ export function createRunCycleActivities(deps: Deps) {
      * another (the previous one was terminated, or has failed): a run the log shows in flight
      * is held by no execution any more, so it is closed as run_interrupted first.
      */
-    async startRunCycle(input: { sessionId: string; cycleKey: string; freshExecution?: boolean }): Promise<RunCycle> {
+    async startRunCycle(input: ClaimInput): Promise<RunCycle> {
       return withTransaction(deps.db, (client) => claimCycle(client, input));
     },
 
@@ -338,7 +353,8 @@ export function createRunCycleActivities(deps: Deps) {
     }): Promise<RunCycle | undefined> {
       return withTransaction(deps.db, async (client) => {
         const closed = await closeCycle(client, input);
-        return input.claimCycleKey ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey }, closed) : undefined;
+        // The run just closed: the execution holds none while it claims the next.
+        return input.claimCycleKey ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey, holding: null }, closed) : undefined;
       });
     },
   };

@@ -280,7 +280,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
         if (interruptRequested) return { kind: 'interrupted' };
         if (!signalled) return { kind: 'abandoned' };
         signalled = false;
-        const cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() });
+        const cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: paused.runId });
         if (cycle.kind === 'resume' && cycle.runId === paused.runId) return { kind: 'resume', cycle };
         // A claimed start while paused means the log no longer holds this pause (no message is
         // accepted while a run is paused): run what the log holds.
@@ -299,7 +299,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       await condition(() => signalled || workflowInfo().continueAsNewSuggested);
       if (signalled) {
         signalled = false;
-        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), ...(freshExecution ? { freshExecution } : {}) });
+        // `holding: null`: between runs, a run the log shows started is no execution's any more.
+        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, ...(freshExecution ? { freshExecution } : {}) });
         freshExecution = false;
         while (cycle.kind === 'start') {
           const claimed = await executeRun(cycle);
@@ -309,7 +310,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           // executeRun, whose first activity fails at once and closes it as run_interrupted.
           if (CancellationScope.current().consideredCancelled && claimed?.kind !== 'start') throw new CancelledFailure('session workflow cancelled');
           // A message that arrived during the run starts the next one at once.
-          cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4() }));
+          cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null }));
         }
       }
       if (workflowInfo().continueAsNewSuggested && !signalled) {

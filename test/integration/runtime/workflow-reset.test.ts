@@ -84,6 +84,39 @@ test('reset to before a later turn of a run that failed: that turn is not run ag
   expect(event.stop_reason).toBe('end_turn');
 });
 
+test('reset to before the claim of a run in flight: the run, whose execution the reset ended, closes run_interrupted, and the next message runs', async () => {
+  const session = await createAgentAndSession(env.api.deps, env.tenant.projectId);
+  await sendEvents(env.api.deps, session, [{ type: 'user.message', content: text('first') }]);
+  await waitForEvent(env.api.deps, session.sessionId, 'closing');
+  await sendEvents(env.api.deps, session, [{ type: 'user.message', content: text('[[delay:2500]] slow') }]);
+  await waitForEvent(env.api.deps, session.sessionId, 'session.status_running', 2);
+
+  // The workflow task that claimed the second run (`temporal workflow reset --type LastWorkflowTask` picks it).
+  const claims = (await history(session.sessionId)).filter((e) => localActivityType(e) === 'startRunCycle');
+  expect(claims).toHaveLength(2);
+  await resetTo(session.sessionId, Number(claims[1]!.markerRecordedEventAttributes!.workflowTaskCompletedEventId));
+  const { event } = await waitForEvent(env.api.deps, session.sessionId, 'closing', 2);
+  expect(event.error_code).toBe('run_interrupted');
+  await new Promise((r) => setTimeout(r, 3000)); // the ended execution's model call finishes meanwhile
+
+  await sendEvents(env.api.deps, session, [{ type: 'user.message', content: text('after the reset') }]);
+  const next = await waitForEvent(env.api.deps, session.sessionId, 'closing', 3);
+  expect(next.event.stop_reason).toBe('end_turn');
+  const shape = await logShape(session.sessionId);
+  expect(shape.slice(5)).toEqual([
+    'user.message',
+    'session.status_running',
+    'session.error:run_interrupted',
+    'user.message',
+    'session.status_running',
+    'agent.message',
+    'session.turn_usage',
+    'session.status_idle:end_turn',
+  ]);
+  const status = (await env.api.deps.db.query('SELECT status FROM sessions WHERE id = $1', [session.sessionId])).rows[0].status;
+  expect(status).toBe('idle');
+});
+
 test('a workflow terminated mid-run: the next message closes that run as run_interrupted and runs', async () => {
   const session = await createAgentAndSession(env.api.deps, env.tenant.projectId);
   // (The next run reads this message too, in the same user turn: a short delay keeps it quick.)
