@@ -16,10 +16,15 @@ export const SITE_ID_PATTERN = /^site_[0-9A-Za-z]{22}$/;
 const charCount = (value: string) => [...value].length;
 const maxChars = (max: number) => z.string().refine((v) => charCount(v) <= max, `must be at most ${max} characters`);
 
-/** `site_url`: an http(s) URL with a host, at most 2048 bytes (UTF-8). */
+/**
+ * `site_url`: an http(s) URL with a host, at most 2048 bytes (UTF-8). The gateway calls
+ * `{site_url}/wp-json/gateway/v1/...`, so a query or fragment (which that path could not
+ * follow) and surrounding whitespace (which the URL parser drops silently) are refused.
+ */
 const siteUrl = z
   .string()
   .refine((v) => Buffer.byteLength(v, 'utf8') <= SITE_URL_MAX_BYTES, `must be at most ${SITE_URL_MAX_BYTES} bytes`)
+  .refine((v) => v === v.trim(), 'must not begin or end with whitespace')
   .refine((v) => {
     try {
       const url = new URL(v);
@@ -27,7 +32,8 @@ const siteUrl = z
     } catch {
       return false;
     }
-  }, 'must be an absolute http(s) URL with a scheme and a host');
+  }, 'must be an absolute http(s) URL with a scheme and a host')
+  .refine((v) => !URL.canParse(v) || (new URL(v).search === '' && !v.includes('#')), 'must not have a query or a fragment: abilities are called under {site_url}/wp-json/');
 
 // Optional members also accept null (plugins report unknown values as null); null means "not reported".
 const optionalText = (max: number) => maxChars(max).nullish();

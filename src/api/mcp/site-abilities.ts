@@ -67,14 +67,33 @@ export interface SiteTarget {
   publicOnly: boolean;
 }
 
+/** `{site_url}/wp-json/gateway/v1/abilities{suffix}`: under the site's path, never its query or fragment. */
+function abilityUrl(siteUrl: string, suffix: string): URL {
+  let base: URL;
+  try {
+    base = new URL(siteUrl.trim());
+  } catch {
+    throw new SiteCallError('the site address is not a valid URL', 'unavailable');
+  }
+  base.search = '';
+  base.hash = '';
+  if (!base.pathname.endsWith('/')) base.pathname += '/';
+  return new URL(`${ABILITY_API_PATH}${suffix}`, base);
+}
+
 async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'POST', suffix: string, payload?: unknown): Promise<unknown> {
-  const base = site.siteUrl.endsWith('/') ? site.siteUrl : `${site.siteUrl}/`;
-  const url = new URL(`${ABILITY_API_PATH}${suffix}`, base);
+  const url = abilityUrl(site.siteUrl, suffix);
   const body = payload === undefined ? '' : JSON.stringify(payload);
   const timestamp = Math.floor(Date.now() / 1000);
   const nonce = randomBytes(16).toString('hex');
   const signature = sign(site.secretHex, { method, pathAndQuery: url.pathname + url.search, actingUser, body, timestamp, nonce });
+  // One deadline for the whole call, the body included (a site that drips its answer must not
+  // hold the request open). A timer the call holds, not AbortSignal.timeout: that signal can be
+  // collected once fetch has resolved, and then it never fires for the body.
+  const controller = new AbortController();
+  const deadline = setTimeout(() => controller.abort(), ABILITY_TIMEOUT_MS);
   let response: Response;
+  let text: string;
   try {
     // Checked again at call time, on the resolved addresses: the site's name may resolve
     // somewhere else now than when it registered.
@@ -93,13 +112,17 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
       },
       body: body || undefined,
       redirect: 'error', // a redirect would carry the signed call somewhere the site did not choose
-      signal: AbortSignal.timeout(ABILITY_TIMEOUT_MS),
+      signal: controller.signal,
     });
+    text = await readLimited(response, controller.signal);
+    if (controller.signal.aborted) throw new SiteCallError('the site did not answer in time', 'timeout');
   } catch (error) {
-    const timedOut = (error as Error).name === 'TimeoutError';
-    throw new SiteCallError(timedOut ? 'the site did not answer in time' : 'the site could not be reached', timedOut ? 'timeout' : 'unavailable');
+    if (controller.signal.aborted) throw new SiteCallError('the site did not answer in time', 'timeout');
+    if (error instanceof SiteCallError) throw error;
+    throw new SiteCallError('the site could not be reached', 'unavailable');
+  } finally {
+    clearTimeout(deadline);
   }
-  const text = await readLimited(response);
   let parsed: unknown;
   try {
     parsed = text ? JSON.parse(text) : undefined;
@@ -114,20 +137,31 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
   return parsed;
 }
 
-async function readLimited(response: Response): Promise<string> {
+/**
+ * The body, up to 1 MiB. `signal` ends the read: undici does not error a body stream that is
+ * already being read when the fetch's own signal aborts (the read goes on), so the reader is
+ * cancelled here, which ends the pending read.
+ */
+async function readLimited(response: Response, signal: AbortSignal): Promise<string> {
   const reader = response.body?.getReader();
   if (!reader) return '';
+  const cancel = () => void reader.cancel().catch(() => undefined);
+  signal.addEventListener('abort', cancel, { once: true });
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > MAX_RESPONSE_BYTES) {
-      await reader.cancel();
-      throw new SiteCallError('the site answered with more than 1 MiB', 'execution_failed');
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > MAX_RESPONSE_BYTES) {
+        await reader.cancel();
+        throw new SiteCallError('the site answered with more than 1 MiB', 'execution_failed');
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+  } finally {
+    signal.removeEventListener('abort', cancel);
   }
   return Buffer.concat(chunks).toString('utf8');
 }

@@ -62,6 +62,19 @@ async function startFakeSite(): Promise<FakeSite> {
     if (request.method === 'POST' && request.url === '/blog/wp-json/gateway/v1/abilities/run') {
       const { ability, input } = JSON.parse(body) as { ability: string; input: { title?: string } };
       if (ability === 'posts/create-draft') return send(200, { output: { post_id: 42, title: input.title } });
+      if (ability === 'slow/drip') {
+        // Headers at once, then one byte a second: only a deadline over the body ends it.
+        response.writeHead(200, { 'content-type': 'application/json' });
+        const drip = setInterval(() => response.write(' '), 1000);
+        response.on('close', () => clearInterval(drip));
+        return;
+      }
+      if (ability === 'broken/drop') {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.write('{"output": ');
+        setTimeout(() => response.destroy(), 50);
+        return;
+      }
       return send(404, { code: 'not_found', message: `no ability ${ability}` });
     }
     send(404, { message: 'no route' });
@@ -179,6 +192,19 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     expect(structured(missing).error.code).toBe('not_found');
     await client.close();
   });
+
+  test('a site that drips its answer is cut off at 15 s with code timeout; one that drops the connection is unavailable', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
+    const client = await connect(key);
+    const started = Date.now();
+    const slow = await client.callTool({ name: 'run_site_ability', arguments: { site_id: siteId, ability: 'slow/drip' } }, undefined, { timeout: 60_000 });
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(slow.isError).toBe(true);
+    expect(structured(slow).error).toMatchObject({ code: 'timeout', message: 'the site did not answer in time' });
+    const dropped = await client.callTool({ name: 'run_site_ability', arguments: { site_id: siteId, ability: 'broken/drop' } });
+    expect(structured(dropped).error).toMatchObject({ code: 'unavailable' });
+    await client.close();
+  }, 40_000);
 
   test('a site that cannot verify the signature (wrong secret) refuses: the tool reports the error', async () => {
     const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });

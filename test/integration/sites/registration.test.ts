@@ -139,6 +139,10 @@ describe('POST /v1/sites: validation', () => {
     ['site_url without scheme', { site_url: 'example.com' }, 'site_url'],
     ['site_url without host', { site_url: 'file:///etc/passwd' }, 'site_url'],
     ['site_url over 2048 bytes', { site_url: `https://a.example.com/${'é'.repeat(1014)}` }, 'site_url'],
+    // Abilities are called under {site_url}/wp-json/: nothing the URL parser would drop or move.
+    ['site_url with trailing whitespace', { site_url: 'https://a.example.com/blog ' }, 'site_url: must not begin or end with whitespace'],
+    ['site_url with a query', { site_url: 'https://a.example.com/blog?lang=en' }, 'site_url: must not have a query or a fragment'],
+    ['site_url with a fragment', { site_url: 'https://a.example.com/blog#top' }, 'site_url: must not have a query or a fragment'],
     ['display_name over 255 characters', { site_url: 'https://a.example.com', display_name: 'x'.repeat(256) }, 'display_name'],
     ['project_id over 64 characters', { site_url: 'https://a.example.com', project_id: 'p'.repeat(65) }, 'project_id'],
     ['active_plugins over 500', { site_url: 'https://a.example.com', site_info: { active_plugins: Array.from({ length: 501 }, (_, i) => `p${i}`) } }, 'site_info.active_plugins'],
