@@ -13,13 +13,15 @@ export interface OAuthClientRow {
 export async function insertOAuthClient(
   db: Queryable,
   client: { clientId: string; secretHash: Buffer; accountId: string; registeredBy: string; metadata: Record<string, unknown> },
-): Promise<OAuthClientRow> {
+): Promise<OAuthClientRow | undefined> {
+  // Nothing is inserted (and undefined returned) for an account the gateway does not have.
   const { rows } = await db.query<OAuthClientRow>(
-    `INSERT INTO oauth_clients (client_id, client_secret_hash, account_id, registered_by, metadata) VALUES ($1, $2, $3, $4, $5)
+    `INSERT INTO oauth_clients (client_id, client_secret_hash, account_id, registered_by, metadata)
+     SELECT $1, $2, id, $4, $5 FROM accounts WHERE id = $3
      RETURNING client_id, client_secret_hash, account_id, registered_by, metadata, created_at`,
     [client.clientId, client.secretHash, client.accountId, client.registeredBy, JSON.stringify(client.metadata)],
   );
-  return rows[0]!;
+  return rows[0];
 }
 
 export async function findOAuthClient(db: Queryable, clientId: string): Promise<OAuthClientRow | undefined> {

@@ -80,6 +80,8 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
       registeredBy: principal.subject ?? 'unknown',
       metadata,
     });
+    // The identity provider vouches for an account that was never provisioned here.
+    if (!row) throw new OAuthError(403, 'insufficient_scope', 'account_id is not an account of this gateway');
     ctx.status = 201;
     ctx.set('Cache-Control', 'no-store');
     ctx.body = {

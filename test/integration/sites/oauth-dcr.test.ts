@@ -127,6 +127,15 @@ describe('registration endpoint errors (RFC 7591 §3.2.2)', () => {
     expect(await json(response)).toEqual({ error: 'insufficient_scope', error_description: 'account_id is not an account of the registering user' });
   });
 
+  test('an account the identity provider vouches for but the gateway never provisioned: 403 insufficient_scope, not a 500', async () => {
+    const token = await signDevIdpToken(api.deps.config, { subject: uniqueId('user-'), accountIds: ['acct_notprovisioned000000'] });
+    for (const metadata of [{}, { account_id: 'acct_notprovisioned000000' }]) {
+      const response = await registerClient(metadata, token);
+      expect(response.status).toBe(403);
+      expect(await json(response)).toEqual({ error: 'insufficient_scope', error_description: 'account_id is not an account of this gateway' });
+    }
+  });
+
   test.each([
     ['an unpaired surrogate', '{"client_name":"x\\ud800"}', /surrogate/],
     ['nesting past the limit', `{"client_name":"x","extra":${'['.repeat(200)}${']'.repeat(200)}}`, /deeper than 128/],
