@@ -23,7 +23,7 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
     rateLimit(deps),
     oauthStyleUnauthorized(),
     authenticate(deps, { scope: 'mcp', access: 'write', accept: ['api_key'] }),
-    jsonBody(MCP_BODY_LIMIT_BYTES),
+    jsonRpcBody(MCP_BODY_LIMIT_BYTES),
     async (ctx) => {
       const server = buildMcpServer(deps, ctx.state.principal!);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
@@ -37,6 +37,28 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
     },
   );
   return router;
+}
+
+/**
+ * The JSON body, where a body that is not JSON is JSON-RPC's parse error (-32700, id null) as
+ * the MCP transport answers for JSON that is not JSON-RPC, not the gateway envelope. (Size and
+ * media-type refusals keep their 413/415.)
+ */
+function jsonRpcBody(limitBytes: number): Middleware {
+  const parse = jsonBody(limitBytes);
+  return async (ctx, next) => {
+    let parsed = false;
+    try {
+      await parse(ctx, () => {
+        parsed = true;
+        return next();
+      });
+    } catch (error) {
+      if (parsed || !(error instanceof ApiError) || error.status !== 400) throw error;
+      ctx.status = 400;
+      ctx.body = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${error.message}` }, id: null };
+    }
+  };
 }
 
 /**

@@ -259,6 +259,20 @@ describe('POST /v1/mcp: credentials', () => {
     expect(body).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'agent-gateway' } } });
   });
 
+  test('a body that is not JSON is a JSON-RPC parse error (-32700), as JSON that is not JSON-RPC is', async () => {
+    for (const body of ['{"jsonrpc":"2.0","id":1,"method":"initia', '{"jsonrpc":"2.0","params":"\\ud800"}']) {
+      const response = await fetch(`${api.url}/v1/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body,
+      });
+      expect(response.status).toBe(400);
+      expect(await json(response)).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: expect.stringMatching(/^Parse error: /) }, id: null });
+    }
+    const notRpc = await rawCall(tenant.key, { hello: 'world' });
+    expect((await json(notRpc)).error.code).toBe(-32700);
+  });
+
   test('revoked key: 401 {error: invalid_token, error_description}', async () => {
     const { key, id } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
     expect((await rawCall(key)).status).toBe(200);
