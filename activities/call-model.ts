@@ -47,7 +47,9 @@ export function runRequest(context: RunContext, model: ModelRecord, conversation
     system: conversation.system,
     messages: conversation.messages,
     ...(tools.length > 0 ? { tools: tools.map((tool) => ({ type: 'function' as const, ...tool })) } : {}),
-    ...(context.agent.max_tokens ? { max_tokens: context.agent.max_tokens } : {}),
+    // An agent's cap is checked only against the catalog-wide maximum (its model may change
+    // later): the provider gets at most what this model can produce.
+    ...(context.agent.max_tokens ? { max_tokens: Math.min(context.agent.max_tokens, model.max_output_tokens) } : {}),
     ...(context.agent.temperature !== null && context.agent.temperature !== undefined ? { temperature: context.agent.temperature } : {}),
     ...(effort ? { reasoning_effort: effort } : {}),
   };

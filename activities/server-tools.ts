@@ -34,7 +34,12 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
       let answer: ToolAnswer;
       switch (role.kind) {
         case 'echo':
-          answer = isDevelopment(deps.config) ? { content: String(args.message ?? '') } : unavailable(input.call.name);
+          // Returns its message unchanged, so only a string is one: anything else would be altered.
+          answer = !isDevelopment(deps.config)
+            ? unavailable(input.call.name)
+            : typeof args.message === 'string'
+              ? { content: args.message }
+              : failure('invalid_input', 'message is required and must be a string', 'message', true);
           break;
         case 'random_number': {
           const min = Number(args.min), max = Number(args.max);

@@ -238,6 +238,15 @@ test('random_number answers a range it cannot draw from with a model-readable in
   expect(JSON.parse(result.content[0].content).error).toMatchObject({ code: 'invalid_input', field: 'max', retryable: true });
 });
 
+test('echo returns its message unchanged, and answers a message that is not a string with invalid_input (never altered)', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":{"a":1}}]]') }]);
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const result = events.find((e) => e.type === 'user.tool_result')!;
+  expect(result.error_code).toBe('invalid_input');
+  expect(JSON.parse(result.content[0].content).error).toMatchObject({ code: 'invalid_input', field: 'message', retryable: true });
+});
+
 test('an upstream client error ends the run with session.error upstream_error', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId);
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[error:400]] fail') }]);

@@ -24,3 +24,16 @@ describe('reasoning_effort of a run request', () => {
     expect(effortOf('openai/gpt-5', { session: 'bogus', agent: 'low' })).toBe('low');
   });
 });
+
+describe('max_tokens of a run request', () => {
+  const withCap = (model: string, maxTokens: number) => {
+    const base = context(model, { session: null, agent: null });
+    return runRequest({ ...base, agent: { ...base.agent, max_tokens: maxTokens } }, findModel(model)!).max_tokens;
+  };
+
+  test("the agent's cap, at most what its model can produce", () => {
+    const haiku = findModel('anthropic/claude-3-5-haiku-latest')!;
+    expect(withCap('anthropic/claude-3-5-haiku-latest', 100_000)).toBe(haiku.max_output_tokens);
+    expect(withCap('anthropic/claude-3-5-haiku-latest', 500)).toBe(500);
+  });
+});
