@@ -165,16 +165,17 @@ export function createRunCycleActivities(deps: Deps) {
     // this run id), with the system messages and late tool results waiting before them, never a
     // message a later request sent (stamped with its own run, or, for system messages, after
     // this run's last message). So a message sent after an interrupt, or while the workflow had
-    // not started the run the api claimed, waits for its own run. An interrupt of the run being
-    // claimed is not consumed here: its run's close does that, so one whose signal was lost
-    // stays visible to the reconciler until the run ends. A resumption takes the tool results,
+    // not started the run the api claimed, waits for its own run. No interrupt is consumed here:
+    // one of the run being claimed is consumed by that run's close (so one whose signal was lost
+    // stays visible to the reconciler until the run ends), and one sent while no run was in
+    // flight is acted on by no run, so it stays unprocessed (the spec: no other effect). A resumption takes the tool results,
     // not a user.message: that starts its own run once this one ends.
     await client.query({
-      name: 'claim_write_v3',
+      name: 'claim_write_v4',
       text: `WITH consumed AS (
          UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
           WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)
-            AND NOT (type = 'user.interrupt' AND run_id IS NOT DISTINCT FROM $2)
+            AND type <> 'user.interrupt'
             AND NOT (type = 'user.message' AND $4::boolean)
             AND NOT (type IN ('user.message', 'system.message') AND run_id IS NOT NULL AND run_id <> $2)
             AND NOT (type = 'system.message' AND run_id IS NULL AND seq > COALESCE(
@@ -286,7 +287,7 @@ export function createRunCycleActivities(deps: Deps) {
          pending_tool_use_ids = COALESCE($7::jsonb, pending_tool_use_ids),
          cancelled_tool_use_ids = COALESCE($10::jsonb, cancelled_tool_use_ids),
          active_run_id = CASE WHEN $8 THEN NULL ELSE active_run_id END,
-         status = $9, updated_at = now()
+         status = CASE WHEN deleted_at IS NOT NULL THEN 'terminated' ELSE $9 END, updated_at = now()
        WHERE id = $1
        RETURNING ${LOCKED_SESSION_RETURNING}`,
       [

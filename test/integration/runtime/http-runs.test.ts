@@ -67,6 +67,36 @@ test('an interrupt sent while the run holds the session ends it user_cancelled, 
   expect(events.find((e) => e.type === 'user.interrupt')!.processed_at).not.toBeNull();
 });
 
+test('an interrupt sent while no run is in flight has no effect: no later run consumes it', async () => {
+  const sessionId = await newSession();
+  expect((await send(sessionId, [{ type: 'user.interrupt' }])).status).toBe(200);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'after an idle interrupt' }] }]);
+  const events = await waitForClosing(sessionId);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  expect(events.find((e) => e.type === 'user.interrupt')!.processed_at).toBeNull();
+});
+
+test('deleting a session while its run is in flight: the run is interrupted, and the session stays terminated', async () => {
+  const sessionId = await newSession();
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[delay:1500]] slow' }] }]);
+  // The workflow has claimed the run (the session's status says running from the moment the api accepts the message).
+  const started = async () => (await env.api.deps.db.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND type = 'session.status_running'`, [sessionId])).rowCount;
+  for (const deadline = Date.now() + 10_000; !(await started()); ) {
+    if (Date.now() > deadline) throw new Error('the run never started');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const deleted = await fetch(`${env.api.url}/v1/sessions/${sessionId}`, { method: 'DELETE', headers: { authorization: `Bearer ${env.tenant.key}` } });
+  expect(deleted.status).toBe(204);
+  for (const deadline = Date.now() + 15_000; ; ) {
+    const closing = await env.api.deps.db.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND type IN ('session.status_idle', 'session.error')`, [sessionId]);
+    if (closing.rowCount) break;
+    if (Date.now() > deadline) throw new Error(`the run never closed: ${JSON.stringify((await env.api.deps.db.query('SELECT type, run_id FROM session_events WHERE session_id = $1 ORDER BY seq', [sessionId])).rows)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const { rows } = await env.api.deps.db.query('SELECT status FROM sessions WHERE id = $1', [sessionId]);
+  expect(rows[0].status).toBe('terminated');
+});
+
 test('a message sent while a run is in flight gets its own run, also when that run pauses and resumes first', async () => {
   const sessionId = await newSession([{ name: 'ct', description: 'client tool', input_schema: { type: 'object', properties: { x: { type: 'number' } } } }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'first [[delay:800]] [[tool:ct {"x":1}]]' }] }]);
