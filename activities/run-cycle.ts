@@ -145,7 +145,7 @@ export function createRunCycleActivities(deps: Deps) {
           runId,
           cycleKey: `${input.cycleKey}:orphan`,
           usage: await unbilledUsage(client, session.id, runId),
-          contextTokens: 0,
+          contextTokens: await latestTurnTokens(client, session.id, runId),
           ...(read!.interrupted ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_interrupted' as const }),
           endRun: true,
         });
@@ -204,6 +204,16 @@ export function createRunCycleActivities(deps: Deps) {
       [sessionId, runId],
     );
     return rows.reduce((sum, row) => addUsage(sum, row.usage ?? {}), zeroUsage());
+  }
+
+  /** The run's latest turn's total tokens (its `context_tokens`), 0 when it made no model request. */
+  async function latestTurnTokens(client: PoolClient, sessionId: string, runId: string): Promise<number> {
+    const { rows } = await client.query<{ tokens: string | null }>(
+      `SELECT content->0->>'total_tokens' AS tokens FROM session_events
+        WHERE session_id = $1 AND run_id = $2 AND type = 'session.turn_usage' ORDER BY seq DESC LIMIT 1`,
+      [sessionId, runId],
+    );
+    return Number(rows[0]?.tokens ?? 0);
   }
 
   /**

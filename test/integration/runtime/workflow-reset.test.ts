@@ -169,6 +169,20 @@ test('terminated after a billed turn: the orphaned run is closed with that turn\
   expect(rows.map((r) => Number(r.credits))).toEqual([orphanTurns[0]]);
 });
 
+test('terminated while paused, then interrupted: the orphaned run ends user_cancelled with the context_tokens of its latest turn', async () => {
+  const session = await createAgentAndSession(env.api.deps, env.tenant.projectId, {
+    tools: [{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
+  });
+  await sendEvents(env.api.deps, session, [{ type: 'user.message', content: text('[[tool:lookup {"q":"x"}]]') }]);
+  const { event: pause, events } = await waitForEvent(env.api.deps, session.sessionId, 'closing');
+  expect(pause.context_tokens).toBe(events.find((e) => e.type === 'session.turn_usage')!.content[0].total_tokens);
+  await (await env.api.deps.temporal.get()).workflow.getHandle(sessionWorkflowId(session.sessionId)).terminate('operator: test');
+  await sendEvents(env.api.deps, session, [{ type: 'user.interrupt', content: [] }]);
+  const { event } = await waitForEvent(env.api.deps, session.sessionId, 'closing', 2);
+  expect({ type: event.type, stop_reason: event.stop_reason, context_tokens: event.context_tokens }).toEqual({ type: 'session.status_idle', stop_reason: 'user_cancelled', context_tokens: pause.context_tokens });
+  expect(pause.context_tokens).toBeGreaterThan(0);
+});
+
 test('terminated while paused for a client tool: its result arrives, and the run is closed run_interrupted; the next message runs', async () => {
   const session = await createAgentAndSession(env.api.deps, env.tenant.projectId, {
     tools: [{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }],
