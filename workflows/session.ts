@@ -242,6 +242,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       }
       await close({ stopReason: 'client_tool_use' }, { toolCalls: result.end.toolCalls });
       setStatus('idle');
+      setCurrentDetails(`Run ${cycle.runId}: paused, waiting for client tool results (${result.end.toolCalls.map((call) => call.name).join(', ')})`);
       // Paused: wait for every pending result, an interrupt, or give up.
       const resumed = await waitForToolResults(cycle);
       if (resumed.kind === 'superseded') {
@@ -305,6 +306,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
         while (cycle.kind === 'start') {
           const claimed = await executeRun(cycle);
           setStatus('idle');
+          setCurrentDetails('Idle: no run in flight');
           // A cancelled workflow runs nothing more; see the catch below. A run the closing
           // activity claimed just before the cancellation arrived still goes through
           // executeRun, whose first activity fails at once and closes it as run_interrupted.

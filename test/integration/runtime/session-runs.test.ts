@@ -371,6 +371,9 @@ test('operators see the session in Temporal: search attributes, memo title and s
   expect(description.type).toBe('sessionWorkflow');
   expect(description.memo).toEqual({ title: 'Support chat' });
   expect(await description.staticSummary()).toBe(`Session ${session.sessionId}: Support chat`);
+  // The UI's "current details" (the SDK's metadata query) say what the workflow does now, not the last turn.
+  const metadata = await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+  expect(metadata.currentDetails).toBe('Idle: no run in flight');
 
   // Renaming the session over the API updates the memo of the running workflow.
   const renamed = await fetch(`${api.url}/v1/sessions/${session.sessionId}`, {
