@@ -10,7 +10,12 @@ export const INSTALL_ENVIRONMENTS = ['production', 'staging', 'development'] as 
 
 // Postgres returns uuids lower-case; an upper-case one must compare equal to them.
 const uuid = z.uuid().transform((value) => value.toLowerCase());
-const nonNegativeInt = z.string().regex(/^\d{1,9}$/, 'must be a non-negative integer').transform(Number);
+// Up to 2^53 - 1 (JavaScript's exact integers): an offset past every row is an empty page, not an error.
+const nonNegativeInt = z
+  .string()
+  .regex(/^\d{1,16}$/, 'must be a non-negative integer')
+  .transform(Number)
+  .refine(Number.isSafeInteger, 'must be at most 9007199254740991');
 
 export const SiteListQuerySchema = z.strictObject({
   limit: nonNegativeInt.refine((n) => n >= 1 && n <= PLATFORM_PAGE_MAX, `must be 1..${PLATFORM_PAGE_MAX}`).optional(),
@@ -24,7 +29,11 @@ const name = z.string().trim().min(1).max(255);
 const slug = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be lowercase letters, digits and dashes (1..63)');
 const variables = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'variable names are [A-Za-z_][A-Za-z0-9_]*'), z.string().max(32 * 1024)).refine((v) => Object.keys(v).length <= 100, 'at most 100 variables');
 
-export const AppCreateSchema = z.strictObject({ name, repository: z.url().max(2048).optional() });
+// A repository is shown as a link in consoles: http(s) (or git's ssh form) only, never `javascript:`.
+const repository = z
+  .url({ protocol: /^(https?|ssh|git)$/, error: 'must be an http(s), ssh or git URL' })
+  .max(2048);
+export const AppCreateSchema = z.strictObject({ name, repository: repository.optional() });
 export const EnvironmentCreateSchema = z.strictObject({ name: slug, branch: z.string().min(1).max(255).optional(), variables: variables.optional() });
 export const EnvironmentPatchSchema = z.strictObject({ branch: z.string().min(1).max(255).nullable().optional(), variables: variables.optional() });
 export const DomainSchema = z

@@ -135,6 +135,10 @@ describe('GET /v1/sites', () => {
     expect((await call('GET', '/v1/sites?limit=0')).status).toBe(400);
     expect((await call('GET', '/v1/sites?limit=101')).status).toBe(400);
     expect((await call('GET', '/v1/sites?offset=-1')).status).toBe(400);
+    // An offset past every row is an empty page.
+    const far = await call('GET', '/v1/sites?offset=1000000000');
+    expect(far.status).toBe(200);
+    expect((await json(far)).results).toEqual([]);
     expect((await call('GET', '/v1/sites?account_id=x')).status).toBe(400);
   });
 });
@@ -148,6 +152,8 @@ describe('headless applications', () => {
     expect(app).toMatchObject({ name: 'storefront', account: { id: accountId } });
     expect((await call('POST', apps, { name: 'storefront' })).status).toBe(409);
     expect((await call('POST', apps, { name: 'x', colour: 'red' })).status).toBe(400);
+    // Consoles show the repository as a link: a script URL is refused.
+    expect((await json(await call('POST', apps, { name: 'x', repository: 'javascript:alert(document.cookie)' }))).errors[0]).toMatchObject({ field: 'repository', type: 'invalid_value' });
     // A required member that is not there: missing_value naming it.
     expect((await json(await call('POST', apps, {}))).errors[0]).toMatchObject({ resource: 'app', field: 'name', type: 'missing_value' });
     // A body streamed without Content-Length past the 1 MiB limit: the client reads the 413.
