@@ -67,10 +67,15 @@ interface ClaimInput {
   freshExecution?: boolean;
   /**
    * The run the claiming execution is in (a pause waiting for its results), or null when it
-   * is in none: then a run the log shows started is held by no execution. Omitted by
-   * workflow code older than this field.
+   * is in none. Omitted by workflow code older than this field.
    */
   holding?: string | null;
+  /**
+   * The claiming workflow execution (its Temporal run id), recorded on the cycle's
+   * session.status_running. A started run that another execution claimed, and that this
+   * one does not hold, was left by an execution an operator's reset ended.
+   */
+  execution?: string;
 }
 
 export function createRunCycleActivities(deps: Deps) {
@@ -103,14 +108,17 @@ export function createRunCycleActivities(deps: Deps) {
       next_run_id: string | null;
       started: boolean;
       interrupted: boolean;
+      owner: string | null;
     }>({
-      name: 'claim_read_v2',
+      name: 'claim_read_v3',
       text: `SELECT (SELECT json_build_object('run_id', run_id, 'cycle_kind', attributes->'cycle_kind') FROM session_events
                 WHERE session_id = $1 AND idempotency_key = $2) AS claimed,
               ARRAY(SELECT type FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)) AS waiting,
               (SELECT run_id FROM session_events WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.message' ORDER BY seq LIMIT 1) AS next_run_id,
               EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'session.status_running') AS started,
-              EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'user.interrupt' AND processed_at IS NULL) AS interrupted`,
+              EXISTS (SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'user.interrupt' AND processed_at IS NULL) AS interrupted,
+              (SELECT attributes->>'execution' FROM session_events WHERE session_id = $1 AND run_id = $4 AND type = 'session.status_running'
+                ORDER BY seq DESC LIMIT 1) AS owner`,
       values: [session.id, `${input.cycleKey}:running`, RUN_STARTING_TYPES, session.active_run_id],
     });
     const { claimed, waiting, started } = read!;
@@ -134,9 +142,11 @@ export function createRunCycleActivities(deps: Deps) {
       runId = read!.next_run_id ?? newId('run');
       kind = 'start';
     } else {
-      // A claim from an execution that holds no run finding one started: after an operator's
-      // reset to a point before that run's claim, the execution that ran it is gone.
-      if (started && (input.freshExecution || input.holding === null)) {
+      // A started run another execution claimed and this one does not hold: an operator's reset
+      // to a point before that claim ended the execution that ran it. (A run claimed by this
+      // execution, e.g. by a claim attempt that ran late, is never taken for an orphan.)
+      const heldByEndedExecution = input.holding !== undefined && input.holding !== runId && read!.owner !== null && read!.owner !== input.execution;
+      if (started && (input.freshExecution || heldByEndedExecution)) {
         // A run the log shows started (in flight, paused, or with results to resume it) that no
         // execution holds: it ends now, billed for the turns it completed, and an interrupt
         // sent for it makes that end user_cancelled. Then the log's waiting work is claimed.
@@ -149,7 +159,7 @@ export function createRunCycleActivities(deps: Deps) {
           ...(read!.interrupted ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_interrupted' as const }),
           endRun: true,
         });
-        return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey }, closed);
+        return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey, ...(input.execution ? { execution: input.execution } : {}) }, closed);
       }
       if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
       // Runs start in the order their requests were accepted: one the api started while an
@@ -185,7 +195,7 @@ export function createRunCycleActivities(deps: Deps) {
       values: [session.id, runId, RUN_STARTING_TYPES, kind === 'resume'],
     });
     await appendEvents(client, session.id, [
-      { type: 'session.status_running', attributes: { cycle_kind: kind }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
+      { type: 'session.status_running', attributes: { cycle_kind: kind, ...(input.execution ? { execution: input.execution } : {}) }, run_id: runId, idempotency_key: `${input.cycleKey}:running`, processed: true },
     ]);
     return claim(kind, runId);
   }
@@ -361,11 +371,14 @@ export function createRunCycleActivities(deps: Deps) {
     async finishRunCycle(input: CloseInput & {
       /** Given when a run ends: also claim what the log holds next (saves the workflow a step). */
       claimCycleKey?: string;
+      execution?: string;
     }): Promise<RunCycle | undefined> {
       return withTransaction(deps.db, async (client) => {
         const closed = await closeCycle(client, input);
         // The run just closed: the execution holds none while it claims the next.
-        return input.claimCycleKey ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey, holding: null }, closed) : undefined;
+        return input.claimCycleKey
+          ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey, holding: null, ...(input.execution ? { execution: input.execution } : {}) }, closed)
+          : undefined;
       });
     },
   };

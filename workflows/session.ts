@@ -99,6 +99,8 @@ type CycleEnd =
 
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void> {
   const { sessionId } = input;
+  // This execution, recorded on the cycles it claims (a reset or continue-as-new starts another).
+  const execution = workflowInfo().runId;
   let signalled = true; // signalWithStart delivered the first signal
   let currentRunId: string | undefined;
   let currentScope: CancellationScope | undefined;
@@ -233,7 +235,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           ...outcome,
           ...(extra.toolCalls ? { toolCalls: extra.toolCalls } : {}),
           endRun: !extra.toolCalls,
-          ...(claimCycleKey ? { claimCycleKey } : {}),
+          ...(claimCycleKey ? { claimCycleKey, execution } : {}),
         });
       };
       if (result.end.kind !== 'pause') {
@@ -281,7 +283,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
         if (interruptRequested) return { kind: 'interrupted' };
         if (!signalled) return { kind: 'abandoned' };
         signalled = false;
-        const cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: paused.runId });
+        const cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: paused.runId, execution });
         if (cycle.kind === 'resume' && cycle.runId === paused.runId) return { kind: 'resume', cycle };
         // A claimed start while paused means the log no longer holds this pause (no message is
         // accepted while a run is paused): run what the log holds.
@@ -300,8 +302,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       await condition(() => signalled || workflowInfo().continueAsNewSuggested);
       if (signalled) {
         signalled = false;
-        // `holding: null`: between runs, a run the log shows started is no execution's any more.
-        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, ...(freshExecution ? { freshExecution } : {}) });
+        // `holding: null`: between runs; a run another execution started is that ended execution's.
+        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, execution, ...(freshExecution ? { freshExecution } : {}) });
         freshExecution = false;
         while (cycle.kind === 'start') {
           const claimed = await executeRun(cycle);
@@ -312,7 +314,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           // executeRun, whose first activity fails at once and closes it as run_interrupted.
           if (CancellationScope.current().consideredCancelled && claimed?.kind !== 'start') throw new CancelledFailure('session workflow cancelled');
           // A message that arrived during the run starts the next one at once.
-          cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null }));
+          cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, execution }));
         }
       }
       if (workflowInfo().continueAsNewSuggested && !signalled) {

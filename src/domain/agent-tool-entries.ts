@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { jsonSchemaError } from './json-schema';
 import { chars } from './fields';
-import { DateRangeSchema, filterValue } from './kb';
+import { filterValue, StoredDateRangeSchema } from './kb';
 import { kbToolName, SEARCH_TOOLS_NAME } from './run-tools';
 
 /**
@@ -39,8 +39,8 @@ export const FilterCeilingSchema = z.strictObject({
   uri: valueList.nullish(),
   language: z.array(isoLanguage).max(TOOL_LIMITS.ceilingValues).nullish(),
   metadata: z.record(z.string().min(1).max(128), valueList).nullish(),
-  created_at: DateRangeSchema.nullish(),
-  modified_at: DateRangeSchema.nullish(),
+  created_at: StoredDateRangeSchema.nullish(),
+  modified_at: StoredDateRangeSchema.nullish(),
 });
 
 export const KnowledgeBaseToolSchema = z.strictObject({

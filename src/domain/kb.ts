@@ -48,18 +48,25 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
  * RFC 3339 text in UTC with milliseconds. Digits past the millisecond are dropped before
  * parsing: V8 misreads long fractions (`.0009999999` as 9 ms).
  */
-export const toUtcMillis = (value: string): string => new Date(value.replace(/(\.\d{3})\d+/, '$1')).toISOString();
+const parseMillis = (value: string): number => Date.parse(value.replace(/(\.\d{3})\d+/, '$1'));
+export const toUtcMillis = (value: string): string => new Date(parseMillis(value)).toISOString();
+
+/** RFC 3339 date-time with a time zone (Z or an offset), in the years 0000-9999 once in UTC; kept as sent. */
+export const rfc3339Text = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' })
+  // Years past 9999 in UTC have no four-digit form (toISOString writes +010000-...). (zod runs
+  // this also after the format check failed, so an unparseable value must not throw here.)
+  .refine((v) => {
+    const time = parseMillis(v);
+    return Number.isNaN(time) || /^\d{4}-/.test(new Date(time).toISOString());
+  }, 'must fall within the years 0000-9999 in UTC');
 
 /**
- * RFC 3339 date-time (a time zone, Z or an offset, is required), normalised to UTC with
- * milliseconds: the form documents are stored in, and one Elasticsearch parses (it refuses
- * offsets past ±18:00 and more than nine fraction digits, both valid RFC 3339).
+ * The same, normalised to UTC with milliseconds: the form documents are stored in, and one
+ * Elasticsearch parses (it refuses offsets past ±18:00 and more than nine fraction digits,
+ * both valid RFC 3339).
  */
-export const rfc3339 = z.iso
-  .datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' })
-  .transform(toUtcMillis)
-  // Years past 9999 in UTC have no four-digit form (toISOString writes +010000-...).
-  .refine((v) => /^\d{4}-/.test(v), 'must fall within the years 0000-9999 in UTC');
+export const rfc3339 = rfc3339Text.transform(toUtcMillis);
 
 // ---------------------------------------------------------------- collections
 
@@ -197,9 +204,14 @@ const oneOrMany = z
   })
   .transform((v) => (Array.isArray(v) ? v : [v]));
 
-export const DateRangeSchema = z
-  .strictObject({ gte: rfc3339.optional(), lte: rfc3339.optional() })
-  .refine((r) => !(r.gte && r.lte) || Date.parse(r.gte) <= Date.parse(r.lte), 'gte must not be after lte');
+const dateRange = (bound: z.ZodType<string, string>) =>
+  z
+    .strictObject({ gte: bound.optional(), lte: bound.optional() })
+    .refine((r) => !(r.gte && r.lte && parseMillis(r.gte) > parseMillis(r.lte)), 'gte must not be after lte');
+/** A search filter's range, normalised to UTC. */
+export const DateRangeSchema = dateRange(rfc3339);
+/** A stored range (an agent's filter ceiling): kept as sent, normalised when a search uses it. */
+export const StoredDateRangeSchema = dateRange(rfc3339Text);
 export type DateRange = z.infer<typeof DateRangeSchema>;
 
 export const SearchFiltersSchema = z.strictObject({

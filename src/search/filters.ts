@@ -41,7 +41,7 @@ function withinRange(value: string | undefined, range: DateRange | null | undefi
   if (!bounded(range)) return true;
   if (value === undefined) return false;
   const t = Date.parse(value);
-  return (!range.gte || t >= Date.parse(range.gte)) && (!range.lte || t <= Date.parse(range.lte));
+  return (!range.gte || t >= Date.parse(toUtcMillis(range.gte))) && (!range.lte || t <= Date.parse(toUtcMillis(range.lte)));
 }
 
 function within(value: string | string[] | undefined, accepted: string[] | null | undefined, normalize = (v: string) => v): boolean {

@@ -46,10 +46,17 @@ export const KB_MAPPINGS: estypes.MappingTypeMapping = {
 };
 
 /** Creates the index and alias when missing. Concurrent callers are fine: "already exists" is success. */
-export async function ensureKbIndex(client: SearchClient, options: { prefix: string; shards: number; replicas: number }): Promise<string> {
+export async function ensureKbIndex(
+  client: SearchClient,
+  options: { prefix: string; shards: number; replicas: number; onUpgradeFailed?: (error: unknown) => void },
+): Promise<string> {
   const alias = kbAlias(options.prefix);
   await callSearch(async () => {
-    if (await client.indices.existsAlias({ name: alias })) return upgradeKbMappings(client, alias);
+    if (await client.indices.existsAlias({ name: alias })) {
+      // Best effort: searching and indexing work without it (a blocked index must not stop them).
+      await upgradeKbMappings(client, alias).catch((error: unknown) => options.onUpgradeFailed?.(error));
+      return;
+    }
     try {
       await client.indices.create({
         index: kbIndexName(options.prefix),
@@ -88,13 +95,15 @@ async function upgradeKbMappings(client: SearchClient, alias: string): Promise<v
   for (const [index, { mappings }] of Object.entries(current)) {
     const metadataFields = (mappings.properties?.metadata as estypes.MappingObjectProperty | undefined)?.properties ?? {};
     const stale = Object.entries(metadataFields).filter(([, field]) => field.type === 'keyword' && (field as estypes.MappingKeywordProperty).ignore_above !== KEYWORD_IGNORE_ABOVE);
-    const titleKeyword = (mappings.properties?.title as estypes.MappingTextProperty | undefined)?.fields?.keyword as estypes.MappingKeywordProperty | undefined;
+    const title = mappings.properties?.title as estypes.MappingTextProperty | undefined;
+    const titleKeyword = title?.fields?.keyword as estypes.MappingKeywordProperty | undefined;
     if (stale.length === 0 && titleKeyword?.ignore_above === KEYWORD_IGNORE_ABOVE) continue;
     await client.indices.putMapping({
       index,
       dynamic_templates: dynamicTemplates,
       properties: {
-        title: titleMapping,
+        // The title as it is mapped (an older index may use another analyzer), with the new limit.
+        title: { ...(title ?? titleMapping), fields: { ...title?.fields, keyword: { ...titleKeyword, type: 'keyword', ignore_above: KEYWORD_IGNORE_ABOVE } } } as estypes.MappingTextProperty,
         metadata: { type: 'object', dynamic: true, properties: Object.fromEntries(stale.map(([name]) => [name, metadataKeyword])) },
       },
     });

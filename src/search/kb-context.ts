@@ -31,6 +31,7 @@ export async function kbContext(deps: Deps): Promise<KbContext> {
       prefix: deps.config.ELASTICSEARCH_INDEX_PREFIX,
       shards: deps.config.ELASTICSEARCH_KB_SHARDS,
       replicas: deps.config.ELASTICSEARCH_KB_REPLICAS,
+      onUpgradeFailed: (error) => deps.logger.warn({ err: error }, 'knowledge-base mapping upgrade failed; searches go on with the current mapping'),
     });
     indexes.set(deps, alias);
     alias.catch(() => indexes.delete(deps));
