@@ -159,7 +159,7 @@ export function createRunCycleActivities(deps: Deps) {
           ...(read!.interrupted ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_interrupted' as const }),
           endRun: true,
         });
-        return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey, ...(input.execution ? { execution: input.execution } : {}) }, closed);
+        return claimCycle(client, { sessionId: session.id, cycleKey: input.cycleKey, execution: input.execution }, closed);
       }
       if (session.pending_tool_use_ids.length > 0) return { kind: 'none' }; // still waiting for results
       // Runs start in the order their requests were accepted: one the api started while an
@@ -377,7 +377,7 @@ export function createRunCycleActivities(deps: Deps) {
         const closed = await closeCycle(client, input);
         // The run just closed: the execution holds none while it claims the next.
         return input.claimCycleKey
-          ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey, holding: null, ...(input.execution ? { execution: input.execution } : {}) }, closed)
+          ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey, holding: null, execution: input.execution }, closed)
           : undefined;
       });
     },
