@@ -1,5 +1,5 @@
 import type { AdminExtension } from './admin-extensions';
-import { hashPassword, INSTALL_ENVIRONMENTS } from '../domain/platform';
+import { hashPassword, INSTALL_ENVIRONMENTS, UuidSchema } from '../domain/platform';
 import { connectSiteUser, disconnectSiteUser, setSiteStatus } from '../store/sites';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../store/platform';
 
@@ -8,6 +8,12 @@ const need = (flags: Record<string, string | undefined>, name: string): string =
   const value = flags[name];
   if (!value) throw new Error(`--${name} is required`);
   return value;
+};
+/** Platform ids are UUIDs: a malformed one is named here rather than by a database error. */
+const needUuid = (flags: Record<string, string | undefined>, name: string): string => {
+  const parsed = UuidSchema.safeParse(need(flags, name));
+  if (!parsed.success) throw new Error(`--${name} must be a UUID`);
+  return parsed.data;
 };
 
 const siteStatus = (status: 'active' | 'revoked' | 'suspended'): AdminExtension => ({
@@ -53,8 +59,11 @@ export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
     command: 'platform-user grant',
     usage: 'platform-user grant --username U --account PLATFORM_ACCOUNT_UUID',
     async run(db, flags) {
-      await grantPlatformAccount(db, need(flags, 'username'), need(flags, 'account'));
-      return { username: flags.username, account_id: flags.account };
+      const username = need(flags, 'username');
+      const accountId = needUuid(flags, 'account');
+      const result = await grantPlatformAccount(db, username, accountId);
+      if ('missing' in result) throw new Error(result.missing === 'user' ? `no platform user named ${username}` : `no platform account with id ${accountId}`);
+      return { username, account_id: accountId, already_granted: !result.granted };
     },
   },
   {
@@ -65,7 +74,7 @@ export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
   {
     command: 'platform-site create',
     usage: 'platform-site create --account PLATFORM_ACCOUNT_UUID --name N',
-    run: (db, flags) => insertPlatformSite(db, { accountId: need(flags, 'account'), name: need(flags, 'name') }),
+    run: (db, flags) => insertPlatformSite(db, { accountId: needUuid(flags, 'account'), name: need(flags, 'name') }),
   },
   {
     command: 'platform-install create',
@@ -74,7 +83,7 @@ export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
       const environment = flags.type ?? null;
       if (environment && !(INSTALL_ENVIRONMENTS as readonly string[]).includes(environment)) throw new Error(`--type must be one of ${INSTALL_ENVIRONMENTS.join(', ')}`);
       const name = need(flags, 'name');
-      return insertPlatformInstall(db, { siteId: need(flags, 'id'), name, environment, cname: `${name}.platform.local` });
+      return insertPlatformInstall(db, { siteId: needUuid(flags, 'id'), name, environment, cname: `${name}.platform.local` });
     },
   },
 ];

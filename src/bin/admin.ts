@@ -126,7 +126,9 @@ async function devCredentials(db: ReturnType<typeof createPool>) {
   return credentials;
 }
 
-main().catch((error: Error) => {
-  process.stderr.write(`admin: ${error.message}\n`);
+main().catch((error: Error & { code?: string; detail?: string }) => {
+  // A foreign key the database refuses names the missing record (e.g. an unknown account id).
+  const message = error.code === '23503' && error.detail ? `no such record: ${error.detail}` : error.message;
+  process.stderr.write(`admin: ${message}\n`);
   process.exit(1);
 });

@@ -28,17 +28,27 @@ export function createPlatformApp(
     ctx.body = { status: 'ok' };
   });
   app.use(open.routes());
+  // A known open path with another method is 405 before any credentials are asked for.
+  app.use(methodNotAllowed([open]));
 
   // Before HTTP Basic, so a flood of guesses is refused without a scrypt check each.
   if (limits) app.use(platformRateLimit(limits.perSecond, limits.burst));
   app.use(basicAuth(deps.db));
   const routers = [platformSitesRouter(deps.db), platformAppsRouter(deps.db)];
   for (const router of routers) app.use(router.routes());
+  app.use(methodNotAllowed(routers));
   app.use((ctx) => {
-    const allowed = new Set<string>();
-    for (const router of routers) for (const layer of router.stack) if (layer.match(ctx.path)) layer.methods.forEach((m) => allowed.add(m));
-    if (allowed.size > 0) throw new PlatformError(405, 'Method Not Allowed', undefined, { Allow: [...allowed].join(', ') });
     throw new PlatformError(404, 'Not Found', [{ resource: 'route', type: 'value_unavailable', message: `no route ${ctx.method} ${ctx.path}` }]);
   });
   return app;
+}
+
+/** 405 with `Allow` for a path one of the routers serves under other methods; else next. */
+function methodNotAllowed(routers: Array<Router<PlatformState, PlatformContext>>): Koa.Middleware<PlatformState, PlatformContext> {
+  return async (ctx, next) => {
+    const allowed = new Set<string>();
+    for (const router of routers) for (const layer of router.stack) if (layer.match(ctx.path)) layer.methods.forEach((m) => allowed.add(m));
+    if (allowed.size > 0) throw new PlatformError(405, 'Method Not Allowed', undefined, { Allow: [...allowed].join(', ') });
+    await next();
+  };
 }

@@ -94,7 +94,9 @@ export function parsePlatform<S extends z.ZodType>(schema: S, input: unknown, re
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  const path = issue.path.map(String).join('.') || field;
+  // An unknown member is named itself (its issue's path is the object holding it).
+  const at = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]!] : issue.path;
+  const path = at.map(String).join('.') || field;
   // A required member that is not there is `missing_value`; anything else sent is `invalid_value`.
   const missing = issue.code === 'invalid_type' && issue.path.length > 0 && valueAt(input, issue.path) === undefined;
   if (missing) throw new PlatformError(400, 'Bad Request', [{ resource, field: path, type: 'missing_value', message: `${path} is required` }]);

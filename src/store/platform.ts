@@ -25,12 +25,22 @@ export async function platformUserAccountIds(db: Queryable, userId: string): Pro
   return rows.map((r) => r.account_id);
 }
 
-export async function grantPlatformAccount(db: Queryable, username: string, accountId: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `INSERT INTO platform_user_accounts (user_id, account_id) SELECT id, $2 FROM platform_users WHERE username = $1 ON CONFLICT DO NOTHING`,
+/**
+ * Grants a platform user an account. `granted` is false when the user already had it; an
+ * unknown user or account is named, so the console says which one is wrong.
+ */
+export async function grantPlatformAccount(db: Queryable, username: string, accountId: string): Promise<{ granted: boolean } | { missing: 'user' | 'account' }> {
+  const { rows } = await db.query<{ user_id: string | null; account_id: string | null; granted: boolean }>(
+    `WITH u AS (SELECT id FROM platform_users WHERE username = $1),
+          a AS (SELECT id FROM platform_accounts WHERE id = $2),
+          ins AS (INSERT INTO platform_user_accounts (user_id, account_id) SELECT u.id, a.id FROM u, a ON CONFLICT DO NOTHING RETURNING 1)
+     SELECT (SELECT id FROM u) AS user_id, (SELECT id FROM a) AS account_id, EXISTS (SELECT 1 FROM ins) AS granted`,
     [username, accountId],
   );
-  return rowCount === 1;
+  const row = rows[0]!;
+  if (!row.user_id) return { missing: 'user' };
+  if (!row.account_id) return { missing: 'account' };
+  return { granted: row.granted };
 }
 
 export async function insertPlatformAccount(db: Queryable, name: string): Promise<{ id: string; name: string }> {

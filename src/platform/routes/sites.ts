@@ -11,7 +11,7 @@ export function platformSitesRouter(db: Pool): Router<PlatformState, PlatformCon
   const router = new Router<PlatformState, PlatformContext>();
 
   router.get('/v1/sites', async (ctx) => {
-    const query = parsePlatform(SiteListQuerySchema, Object.fromEntries(new URLSearchParams(ctx.querystring)), 'site');
+    const query = parsePlatform(SiteListQuerySchema, Object.fromEntries(new URLSearchParams(ctx.querystring)), 'site', 'query');
     const user = ctx.state.user!;
     if (query.account_id && !user.accountIds.includes(query.account_id)) throw platformForbidden('account', 'you are not authorized for this account');
     const limit = query.limit ?? PLATFORM_PAGE_DEFAULT;

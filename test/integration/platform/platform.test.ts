@@ -141,6 +141,27 @@ describe('GET /v1/sites', () => {
     expect((await json(far)).results).toEqual([]);
     expect((await call('GET', '/v1/sites?account_id=x')).status).toBe(400);
   });
+
+  test('query errors name the parameter, an unknown one included', async () => {
+    expect((await json(await call('GET', '/v1/sites?limit=abc'))).errors[0]).toMatchObject({ resource: 'site', field: 'limit', type: 'invalid_value' });
+    expect((await json(await call('GET', '/v1/sites?sort=name'))).errors[0]).toMatchObject({ resource: 'site', field: 'sort', type: 'invalid_value' });
+  });
+
+  test('a known path with another method: 405 with Allow, open paths before credentials', async () => {
+    const sites = await call('DELETE', '/v1/sites');
+    expect(sites.status).toBe(405);
+    expect(sites.headers.get('allow')).toBe('HEAD, GET');
+    const apps = await call('PUT', `/v1/accounts/${accountId}/apps`);
+    expect(apps.status).toBe(405);
+    expect(apps.headers.get('allow')).toBe('HEAD, GET, POST');
+    for (const path of ['/v1/openapi.json', '/healthz']) {
+      const open = await fetch(`${url}${path}`, { method: 'POST' });
+      expect(open.status).toBe(405);
+      expect(open.headers.get('allow')).toBe('HEAD, GET');
+      expect((await json(open)).message).toBe('Method Not Allowed');
+    }
+    expect((await call('POST', '/v1/no-such-thing')).status).toBe(404);
+  });
 });
 
 describe('headless applications', () => {
@@ -226,6 +247,23 @@ describe('admin CLI', () => {
     const response = await fetch(`${url}/v1/sites`, { headers: { authorization: `Basic ${Buffer.from(`${name}:another long password`).toString('base64')}` } });
     expect(response.status).toBe(200);
     expect((await json(response)).count).toBe(0);
+  });
+
+  test('platform-user grant names what is wrong: unknown user, unknown or malformed account', async () => {
+    const admin = (...args: string[]) =>
+      promisify(execFile)('npx', ['tsx', 'src/bin/admin.ts', ...args], { env: { ...process.env, DATABASE_URL: testConfig().DATABASE_URL } }).then(
+        ({ stdout }) => ({ ok: true, out: stdout }),
+        // npx may warn on stderr first; the admin's own message is the last line.
+        (error: { stderr: string }) => ({ ok: false, out: `${error.stderr.trim().split('\n').at(-1)}\n` }),
+      );
+    const missingAccount = '00000000-0000-4000-8000-000000000000';
+    expect(await admin('platform-user', 'grant', '--username', uniqueId('nobody-'), '--account', accountId)).toEqual({ ok: false, out: expect.stringMatching(/no platform user named nobody-/) });
+    expect(await admin('platform-user', 'grant', '--username', username, '--account', missingAccount)).toEqual({ ok: false, out: `admin: no platform account with id ${missingAccount}\n` });
+    expect(await admin('platform-user', 'grant', '--username', username, '--account', 'not-a-uuid')).toEqual({ ok: false, out: 'admin: --account must be a UUID\n' });
+    const again = await admin('platform-user', 'grant', '--username', username, '--account', accountId);
+    expect(JSON.parse(again.out)).toEqual({ username, account_id: accountId, already_granted: true });
+    const site = await admin('platform-site', 'create', '--account', missingAccount, '--name', 'x');
+    expect(site).toEqual({ ok: false, out: expect.stringMatching(/^admin: no such record: Key \(account_id\)/) });
   });
 });
 
