@@ -89,3 +89,28 @@ test('a retried claim of a run whose agent cannot run reports the toolset proble
   expect(first).toMatchObject({ kind: 'start', toolsetError: 'invalid_tool_schema' });
   expect(await activities.startRunCycle({ sessionId, cycleKey: 'd1' })).toEqual(first);
 });
+
+test('a started run is orphaned only by a claim of another execution: never by a late claim of its own', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'claimed by execution A');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 'o1', holding: null, execution: 'exec-A' })) as { runId: string };
+  expect(run).toMatchObject({ kind: 'start' });
+
+  // A claim attempt of execution A itself that ran late (between runs as far as it knew):
+  // the run is A's, in flight, so nothing is closed and nothing is claimed.
+  await userMessage(sessionId, 'waits for the run in flight');
+  expect(await activities.startRunCycle({ sessionId, cycleKey: 'o2', holding: null, execution: 'exec-A' })).toEqual({ kind: 'none' });
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.message']);
+
+  // Execution B (A was reset away) holds no run: A's run is closed as run_interrupted, then
+  // the waiting message starts B's own run.
+  const next = await activities.startRunCycle({ sessionId, cycleKey: 'o3', holding: null, execution: 'exec-B' });
+  expect(next).toMatchObject({ kind: 'start' });
+  expect((next as { runId: string }).runId).not.toBe(run.runId);
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.message', 'session.error', 'session.status_running']);
+  const { rows } = await api.deps.db.query(
+    `SELECT content->0->>'code' AS code FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = 'session.error'`,
+    [sessionId, run.runId],
+  );
+  expect(rows).toEqual([{ code: 'run_interrupted' }]);
+});
