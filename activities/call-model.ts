@@ -21,7 +21,7 @@ import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation
 import { heartbeating } from './heartbeat';
 
 /** Output tokens reserved when deciding whether a prompt fits the context window. */
-const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens);
+export const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens);
 
 /** Provider failures become ApplicationFailures whose type is the run error code. */
 export function toRunFailure(error: unknown): Error {

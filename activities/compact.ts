@@ -8,7 +8,7 @@ import { addUsage, zeroUsage, type RunUsage } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
 import { assertRunHoldsSession, buildConversation, loadRunContext } from './run-context';
-import { runRequest, toRunFailure } from './call-model';
+import { outputReserve, runRequest, toRunFailure } from './call-model';
 import { heartbeating } from './heartbeat';
 
 const SUMMARY_PROMPT =
@@ -34,6 +34,10 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
         const done = await recordedCompaction(deps, input.sessionId, keyPrefix);
         return done ? fitsNow(deps, input.sessionId, done.usage) : { fits: false, contextTokens: 0, usage: zeroUsage() };
       }
+      // What compaction keeps verbatim must fit with the smallest summary: when it cannot, no
+      // summary would help, and none is requested (or billed).
+      const keptAlone = estimateRequestTokens(runRequest({ ...context, summary: '', events: context.events.slice(lastUser) }, model));
+      if (keptAlone + outputReserve(model, context.agent.max_tokens) > model.context_window) return { fits: false, contextTokens: keptAlone, usage: zeroUsage() };
       const older = context.events.slice(0, lastUser);
       const transcript = runRequest({ ...context, events: older }, model)
         .messages.map((m) => `${m.role}: ${m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `[tool ${p.name} ${JSON.stringify(p.input)}]` : p.type === 'tool-result' ? `[result ${String(p.content).slice(0, 2000)}]` : p.type === 'document' ? documentAsText(p) : '')).join(' ')}`)
@@ -129,8 +133,7 @@ async function fitsNow(deps: Deps, sessionId: string, usage: RunUsage): Promise<
   const after = await loadRunContext(deps.db, sessionId);
   const model = findModel(after.agent.model)!;
   const estimate = estimateRequestTokens(runRequest(after, model));
-  const reserve = Math.min(after.agent.max_tokens ?? 1024, model.max_output_tokens);
-  return { fits: estimate + reserve <= model.context_window, contextTokens: estimate, usage };
+  return { fits: estimate + outputReserve(model, after.agent.max_tokens) <= model.context_window, contextTokens: estimate, usage };
 }
 
 /** The compaction an earlier attempt of this activity appended, if any. */

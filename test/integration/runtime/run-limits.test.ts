@@ -178,6 +178,20 @@ test('context_exceeded: a single message that cannot fit even after compaction',
   expect((await listEvents(api.deps, session.sessionId)).some((e) => e.type === 'agent.message')).toBe(false);
 });
 
+test('context_exceeded after earlier turns: a newest message no summary can make fit requests (and bills) no summary', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4' });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('a short first question') }]);
+  expect((await waitForEvent(api.deps, session.sessionId, 'closing')).event.stop_reason).toBe('end_turn');
+  const summariesBefore = simulator.requests.filter((r) => JSON.stringify(r.body).includes('Summarize the conversation below')).length;
+
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('delta '.repeat(7000)) }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event.error_code).toBe('context_exceeded');
+  expect(event.usage.credits_nano).toBe(0);
+  expect(events.some((e) => e.type === 'session.compaction')).toBe(false);
+  expect(simulator.requests.filter((r) => JSON.stringify(r.body).includes('Summarize the conversation below')).length).toBe(summariesBefore);
+});
+
 test('toolset_incomplete: echo/random_number outside development fail the run at start', async () => {
   const session = await createAgentAndSession(production.deps, tenant.projectId, { tools: [{ type: 'random_number', name: 'dice' }] });
   await sendEvents(production.deps, session, [{ type: 'user.message', content: text('roll') }]);
