@@ -86,9 +86,36 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number)
   }
 }
 
+/** A path as schema errors name fields: `events.0.content.0.text`. */
 function pathText(path: Array<string | number>): string | undefined {
-  if (path.length === 0) return undefined;
-  return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('');
+  return path.length === 0 ? undefined : path.join('.');
+}
+
+/**
+ * Where the first text holding U+0000 is in a request's parsed inputs (its body, then its
+ * query; a key or a string value), or undefined. Postgres refuses such text, so the 400 that
+ * follows can name the field.
+ */
+export function nulField(inputs: unknown[]): string | undefined {
+  for (const input of inputs) {
+    const found = nulPath(input, []);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function nulPath(value: unknown, path: Array<string | number>): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? (pathText(path) ?? 'body') : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((item, i) => [i, item]) : Object.entries(value);
+  for (const [key, item] of entries) {
+    if (typeof key === 'string' && key.includes('\u0000')) return pathText([...path, key]);
+    path.push(key);
+    const found = nulPath(item, path);
+    path.pop();
+    if (found) return found;
+  }
+  return undefined;
 }
 
 const describe = (path: Array<string | number>) => (path.length === 0 ? 'the request body' : pathText(path)!);

@@ -7,7 +7,7 @@ import { findPlatformUser, platformUserAccountIds } from '../store/platform';
 import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
 import type { PlatformContext, PlatformMiddleware } from './types';
 import { readBodyUpTo } from '../read-body';
-import { JsonTextError, parseJsonText } from '../json-text';
+import { JsonTextError, nulField, parseJsonText } from '../json-text';
 import { TokenBuckets } from '../api/middleware/rate-limit';
 import { databaseUnavailable, nulInText } from '../store/db-errors';
 
@@ -21,7 +21,7 @@ export function platformBasics(logger: Logger): PlatformMiddleware {
     try {
       await next();
     } catch (thrown) {
-      const error = thrown instanceof PlatformError ? thrown : asPlatformError(thrown);
+      const error = thrown instanceof PlatformError ? thrown : asPlatformError(thrown, [ctx.request.body, ctx.query]);
       if (error.status >= 500) ctx.state.log.error({ err: thrown }, 'unhandled error');
       ctx.status = error.status;
       for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
@@ -32,10 +32,14 @@ export function platformBasics(logger: Logger): PlatformMiddleware {
   };
 }
 
-function asPlatformError(thrown: unknown): PlatformError {
+/** `inputs`: the request's parsed body and query, to name the field an error is about. */
+function asPlatformError(thrown: unknown, inputs: unknown[]): PlatformError {
   const code = (thrown as { code?: string }).code;
   // Postgres text and jsonb cannot hold U+0000: a bad input, and the statement wrote nothing.
-  if (nulInText(thrown)) return invalidValue('request', 'body', 'text values must not contain the NUL character (U+0000)');
+  if (nulInText(thrown)) {
+    const field = nulField(inputs) ?? 'body';
+    return invalidValue('request', field, 'text values must not contain the NUL character (U+0000)');
+  }
   if (code === '23505') return new PlatformError(409, 'Conflict', [{ resource: 'request', type: 'value_unavailable', message: 'the value is already taken' }]);
   // A foreign key violation here means the parent (app, environment) was deleted by a
   // concurrent request after this one found it: the same answer as if it had been absent.
@@ -129,7 +133,9 @@ export async function readJson(ctx: PlatformContext, limit: number): Promise<unk
   if (raw.length === 0) return {};
   if (!ctx.is('application/json')) throw invalidValue('request', 'Content-Type', 'must be application/json');
   try {
-    return parseJsonText(raw.toString('utf8'));
+    // Kept on the request, so an error the database raises later can name the field.
+    ctx.request.body = parseJsonText(raw.toString('utf8'));
+    return ctx.request.body;
   } catch (error) {
     if (!(error instanceof JsonTextError)) throw error;
     throw invalidValue('request', error.path ?? 'body', error.kind === 'syntax' ? 'is not valid JSON' : error.message);

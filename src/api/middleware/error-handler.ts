@@ -1,6 +1,7 @@
 import { ApiError, badRequest, serviceUnavailable } from '../errors';
 import type { AppContext, Middleware } from '../types';
 import { databaseUnavailable, nulInText } from '../../store/db-errors';
+import { nulField } from '../../json-text';
 import { ANTHROPIC_ERROR_TYPES } from '../../providers/anthropic/error-types';
 
 // Provider-native (Anthropic) error types by status, for POST /v1/messages: the provider's
@@ -30,11 +31,13 @@ export function loggableError(error: unknown): { type: string; message: string; 
   return { type: error.name, message: error.message, stack: error.stack, ...(typeof code === 'string' ? { code } : {}) };
 }
 
-export function toApiError(error: unknown): ApiError {
+/** `inputs`: the request's parsed body and query, to name the field an error is about. */
+export function toApiError(error: unknown, inputs: unknown[] = []): ApiError {
   if (error instanceof ApiError) return error;
   if (databaseUnavailable(error)) return serviceUnavailable('a required dependency is unavailable; retry after a short delay', 1);
   if (nulInText(error)) {
-    return badRequest('text values must not contain the NUL character (U+0000)');
+    const field = nulField(inputs);
+    return badRequest(`${field ? `${field}: ` : ''}text values must not contain the NUL character (U+0000)`, field);
   }
   // Koa / raw-body style errors carry `status` and `expose`.
   const e = error as { status?: number; expose?: boolean; message?: string; type?: string };
@@ -62,7 +65,7 @@ export function errorHandler(): Middleware {
     try {
       await next();
     } catch (thrown) {
-      const error = toApiError(thrown);
+      const error = toApiError(thrown, [ctx.request.body, ctx.query]);
       if (error.status >= 500 && !(thrown instanceof ApiError)) {
         ctx.state.log.error({ err: loggableError(thrown) }, 'unhandled error');
       }

@@ -45,7 +45,7 @@ describe('unpaired surrogates: 400 naming the field, nothing written', () => {
 
   test('a user.message: no event appended, no run started', async () => {
     const body = '{"events":[{"type":"user.message","content":[{"type":"text","text":"x\\ud800"}]}]}';
-    await expect400(await post(`/v1/sessions/${sessionId}/events`, body), /events\[0\]\.content\[0\]\.text/);
+    await expect400(await post(`/v1/sessions/${sessionId}/events`, body), /events\.0\.content\.0\.text/);
     const { rows } = await api.deps.db.query('SELECT count(*)::int AS n FROM session_events WHERE session_id = $1', [sessionId]);
     expect(rows[0].n).toBe(0);
   });
@@ -64,7 +64,7 @@ describe('unpaired surrogates: 400 naming the field, nothing written', () => {
 
 test('a __proto__ key (which object copies would drop silently, widening a filter) is 400 naming where', async () => {
   const body = `{"project_id":"${tenant.projectId}","name":"proto","model":"openai/gpt-4o","tools":[{"type":"knowledge_base","name":"kb","collection_id":"kbc_x","filters":{"metadata":{"__proto__":["public"]}}}]}`;
-  await expect400(await post('/v1/agents', body), /tools\[0\]\.filters\.metadata has a key named __proto__/);
+  await expect400(await post('/v1/agents', body), /tools\.0\.filters\.metadata has a key named __proto__/);
 });
 
 describe('nesting deeper than 128 levels: 400 before any handler, size check or database', () => {

@@ -50,7 +50,9 @@ describe('U+0000 in inputs: 4xx, never 500', () => {
       body: JSON.stringify({ project_id: tenant.projectId, name: `${name}\u0000`, model: 'openai/gpt-4o' }),
     });
     expect(response.status).toBe(400);
-    expectEnvelope(await json(response), 400);
+    const body = await json(response);
+    expectEnvelope(body, 400);
+    expect(body.error.message).toBe('name: text values must not contain the NUL character (U+0000)');
     const { rows } = await api.deps.db.query('SELECT 1 FROM agents WHERE project_id = $1 AND name LIKE $2', [tenant.projectId, `${name}%`]);
     expect(rows).toHaveLength(0);
   });
@@ -59,7 +61,9 @@ describe('U+0000 in inputs: 4xx, never 500', () => {
     const before = await api.deps.db.query('SELECT count(*)::int AS n FROM sessions WHERE agent_id = $1', [agentId]);
     const response = await fetch(`${api.url}/v1/sessions`, { method: 'POST', headers: bearer(tenant.key), body: JSON.stringify({ agent: agentId, metadata: { k: 'a\u0000' } }) });
     expect(response.status).toBe(400);
-    expectEnvelope(await json(response), 400);
+    const body = await json(response);
+    expectEnvelope(body, 400);
+    expect(body.error.message).toMatch(/^metadata\.k: /);
     const after = await api.deps.db.query('SELECT count(*)::int AS n FROM sessions WHERE agent_id = $1', [agentId]);
     expect(after.rows[0].n).toBe(before.rows[0].n);
   });
@@ -105,7 +109,7 @@ describe('platform API: U+0000 in the Basic user name', () => {
 
     const bad = await fetch(apps, { method: 'POST', headers, body: JSON.stringify({ name: 'a\u0000b' }) });
     expect(bad.status).toBe(400);
-    expect(await json(bad)).toMatchObject({ message: expect.any(String), errors: [expect.objectContaining({ type: 'invalid_value' })] });
+    expect(await json(bad)).toMatchObject({ message: expect.any(String), errors: [expect.objectContaining({ type: 'invalid_value', field: 'name' })] });
     expect((await json(await fetch(apps, { headers }))).results).toEqual([]);
 
     const app = await json(await fetch(apps, { method: 'POST', headers, body: JSON.stringify({ name: 'ok' }) }));

@@ -1,4 +1,4 @@
-import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, parseJsonText } from '../../../src/json-text';
+import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, nulField, parseJsonText } from '../../../src/json-text';
 
 const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 const failure = (text: string): JsonTextError => {
@@ -24,14 +24,14 @@ describe('parseJsonText', () => {
     expect(parseJsonText(nested(MAX_JSON_DEPTH))).toBeInstanceOf(Array);
     const error = failure(`{"settings":{"k":${nested(MAX_JSON_DEPTH - 1)}}}`);
     expect(error.kind).toBe('depth');
-    expect(error.path).toBe(`settings.k${'[0]'.repeat(MAX_JSON_DEPTH - 2)}`);
+    expect(error.path).toBe(`settings.k${'.0'.repeat(MAX_JSON_DEPTH - 2)}`);
     // Far past the limit: refused the same way, no stack overflow.
     expect(failure(nested(100_000)).kind).toBe('depth');
   });
 
   test.each([
-    ['a lone high surrogate', '{"messages":[{"content":"x\\ud800"}]}', 'messages[0].content'],
-    ['a lone low surrogate', '["\\udc00"]', '[0]'],
+    ['a lone high surrogate', '{"messages":[{"content":"x\\ud800"}]}', 'messages.0.content'],
+    ['a lone low surrogate', '["\\udc00"]', '0'],
     ['a reversed pair', '{"a":"\\ude00\\ud83d"}', 'a'],
   ])('%s is refused, naming where', (_label, text, path) => {
     const error = failure(text);
@@ -60,5 +60,16 @@ describe('parseJsonText', () => {
     const error = failure('{"meta":{"k\\ud800":1}}');
     expect(error.kind).toBe('surrogate');
     expect(error.path).toBe('meta');
+  });
+});
+
+describe('nulField', () => {
+  test('names the first key or string holding U+0000, the body before the query', () => {
+    expect(nulField([{ name: 'ok', metadata: { k: 'a\u0000' } }])).toBe('metadata.k');
+    expect(nulField([{ events: [{ content: [{ text: 'fine' }, { text: '\u0000' }] }] }])).toBe('events.0.content.1.text');
+    expect(nulField([{ metadata: { 'k\u0000': 'v' } }])).toBe('metadata.k\u0000');
+    expect(nulField(['\u0000'])).toBe('body');
+    expect(nulField([{ name: 'clean' }, { agent_id: '\u0000' }])).toBe('agent_id');
+    expect(nulField([undefined, { a: 1, b: null, c: ['x'] }])).toBeUndefined();
   });
 });
