@@ -244,20 +244,26 @@ export function createRunCycleActivities(deps: Deps) {
     // session (under the same row lock) was meant for this run, even if the workflow has not
     // seen its signal yet or the model answered before the cancellation reached the call:
     // the run ends user_cancelled, as the caller was told it would.
+    // The same holds for a pause: an interrupt that came while the turn's last calls ran (a
+    // server tool finishes despite a cancellation) ends the run instead of pausing it, and the
+    // calls it would have waited for are cancelled.
     let stopReason = input.stopReason;
-    if (input.endRun) {
+    let { endRun, toolCalls } = input;
+    if (endRun || toolCalls) {
       const { rowCount } = await client.query(
         `UPDATE session_events SET processed_at = clock_timestamp()
           WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.interrupt' AND run_id = $2`,
         [session.id, input.runId],
       );
       if (rowCount && !input.errorCode) stopReason = 'user_cancelled';
+      if (rowCount && toolCalls) endRun = true;
     }
     // A run that ends while paused (an interrupt, abandonment, an operator's cancel, an orphaned
     // run's close) answers its outstanding client calls as cancelled, just before its closing event: the next run's
     // conversation must hold a result for every tool call before the messages that follow, and
     // a result sent later is refused (409) as for any cancelled call.
-    const outstanding = input.endRun ? session.pending_tool_use_ids : [];
+    const outstanding = endRun ? (toolCalls && !input.endRun ? toolCalls.map((call) => call.id) : session.pending_tool_use_ids) : [];
+    if (endRun) toolCalls = undefined;
     if (outstanding.length > 0) {
       await appendEvents(client, session.id, cancelledResults(outstanding, CANCELLED_BECAUSE.runEnded).map((event, i) => ({ ...event, run_id: input.runId, idempotency_key: `${key}:cancelled:${i}` })));
     }
@@ -275,7 +281,7 @@ export function createRunCycleActivities(deps: Deps) {
         processed: true,
       };
     } else {
-      const toolUseIds = input.toolCalls?.map((call) => call.id);
+      const toolUseIds = toolCalls?.map((call) => call.id);
       const traceId = createHash('sha256').update(input.runId).digest('hex').slice(0, 32);
       closing = {
         type: 'session.status_idle',
@@ -318,8 +324,8 @@ export function createRunCycleActivities(deps: Deps) {
         usage.cache_creation_input_tokens,
         usage.credits_nano,
         // A pause records the calls it waits for; a run that ends while paused cancelled them above.
-        input.toolCalls ? JSON.stringify(input.toolCalls.map((call) => call.id)) : outstanding.length > 0 ? '[]' : null,
-        input.endRun,
+        toolCalls ? JSON.stringify(toolCalls.map((call) => call.id)) : outstanding.length > 0 ? '[]' : null,
+        endRun,
         input.errorCode ? 'error' : 'idle',
         outstanding.length > 0 ? JSON.stringify(union(session.cancelled_tool_use_ids, outstanding)) : null,
       ],

@@ -114,3 +114,31 @@ test('a started run is orphaned only by a claim of another execution: never by a
   );
   expect(rows).toEqual([{ code: 'run_interrupted' }]);
 });
+
+test('a pause closing after its run was interrupted ends the run user_cancelled, its calls cancelled', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'look it up');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 'p1', holding: null, execution: 'exec-A' })) as { runId: string };
+  // The api accepted an interrupt while the turn's server tools still ran (stamped with the run).
+  await withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
+  });
+
+  const pause = { sessionId, runId: run.runId, cycleKey: 'p1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_1', name: 'lookup' }], endRun: false };
+  expect(await activities.finishRunCycle(pause)).toBeUndefined();
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.interrupt', 'user.tool_result', 'session.status_idle']);
+  const { rows: events } = await api.deps.db.query(
+    `SELECT type, attributes, content, processed_at IS NOT NULL AS processed FROM session_events WHERE session_id = $1 AND seq > 3 OR (session_id = $1 AND type = 'user.interrupt') ORDER BY seq`,
+    [sessionId],
+  );
+  expect(events[0]).toMatchObject({ type: 'user.interrupt', processed: true });
+  expect(events[1].content[0]).toMatchObject({ tool_use_id: 'toolu_1', is_error: true, error_code: 'cancelled' });
+  expect(events[2].attributes).toEqual({ stop_reason: 'user_cancelled', context_tokens: 15 });
+  const { rows } = await api.deps.db.query('SELECT status, active_run_id, pending_tool_use_ids, cancelled_tool_use_ids FROM sessions WHERE id = $1', [sessionId]);
+  expect(rows[0]).toEqual({ status: 'idle', active_run_id: null, pending_tool_use_ids: [], cancelled_tool_use_ids: ['toolu_1'] });
+
+  // The workflow, seeing the interrupt while paused, closes the run again: nothing is left to close.
+  expect(await activities.finishRunCycle({ ...pause, cycleKey: 'p2', stopReason: 'user_cancelled', toolCalls: undefined, endRun: true, usage: { ...usage, credits_nano: 0 } })).toBeUndefined();
+  expect((await types(sessionId)).filter((type) => type === 'session.status_idle')).toHaveLength(1);
+});

@@ -58,6 +58,10 @@ describe('planEvents', () => {
     expect(planEvents(paused, [result('q')], options)).toMatchObject({ ok: false, status: 400 });
     expect(planEvents(paused, [result('a'), result('a')], options)).toMatchObject({ ok: false, status: 400 });
     expect(planEvents(paused, [result('a')], options)).toMatchObject({ ok: true, state: { pending_tool_use_ids: ['b'] }, signal: { kind: 'events' } });
+    // A run in flight has not paused yet: the refusal says when results are taken.
+    const early = planEvents({ ...idle, active_run_id: 'r1' }, [result('a')], options);
+    expect(early).toMatchObject({ ok: false, status: 400, message: expect.stringContaining('once the run pauses (session.status_idle with stop_reason client_tool_use)') });
+    expect(planEvents(paused, [result('q')], options)).toMatchObject({ message: "tool use 'q' is not awaiting a result" });
   });
 
   test('interrupt: signals the run in flight, or nothing at all', () => {
