@@ -86,7 +86,7 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
                 type: 'tool_result',
                 tool_use_id: input.call.id,
                 content: answer.content,
-                ...(answer.is_error ? { is_error: true, error_code: answer.error_code } : {}),
+                ...(answer.is_error ? { is_error: true, error_code: answer.error_code } : { is_error: false }),
                 ...(answer.status ? { status: answer.status } : {}),
               },
             ],

@@ -72,7 +72,8 @@ export const ToolResultBlockSchema = z
     type: z.literal('tool_result', { error: "tool result blocks must have type 'tool_result'" }),
     tool_use_id: z.string({ error: 'is required' }).min(1, 'is required').max(EVENT_LIMITS.toolUseIdChars),
     content: z.union([z.string(), ToolErrorEnvelopeSchema], { error: 'must be a string or the JSON error envelope {error: {code, message, field?, retryable}}' }).optional(),
-    is_error: z.boolean().optional(),
+    // Stored on every result (the spec lists it among a result's fields): absent means false.
+    is_error: z.boolean().default(false),
     error_code: z.enum(TOOL_ERROR_CODES, { error: `must be one of ${TOOL_ERROR_CODES.join(', ')}` }).optional(),
     traceparent: z.string().regex(TRACEPARENT_PATTERN, 'must be a W3C traceparent').optional(),
     client_timing: z
@@ -192,7 +193,7 @@ export function cancelledResults(toolUseIds: string[], because: string): EventDr
 }
 
 /** First failing block's code; `unclassified` when it gave none; null when nothing failed. */
-export function toolResultErrorCode(content: ToolResultBlock[]): string | null {
+export function toolResultErrorCode(content: Array<z.input<typeof ToolResultBlockSchema>>): string | null {
   const failed = content.find((block) => block.is_error === true);
   return failed ? (failed.error_code ?? UNCLASSIFIED) : null;
 }

@@ -202,7 +202,7 @@ test('a deferred tool named directly is loaded (tool_loaded, nothing executed), 
   let { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
   const loaded = events.find((e) => e.type === 'user.tool_result')!;
   expect(loaded.content[0]).toMatchObject({ status: 'tool_loaded' });
-  expect(loaded.content[0].is_error).toBeUndefined();
+  expect(loaded.content[0].is_error).toBe(false);
 
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:book {"seats":"two"}]]') }]);
   ({ events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2));

@@ -203,7 +203,7 @@ describe('client tool pauses', () => {
     expect(mixed.error_code).toBe('timeout');
     expect(uncoded.error_code).toBe('unclassified');
     expect(fine).not.toHaveProperty('error_code');
-    expect(mixed.content[0]).toEqual({ type: 'tool_result', tool_use_id: 'a', content: 'fine', client_timing: { started_at_ms: 1, ended_at_ms: 2 } });
+    expect(mixed.content[0]).toEqual({ type: 'tool_result', tool_use_id: 'a', content: 'fine', is_error: false, client_timing: { started_at_ms: 1, ended_at_ms: 2 } });
     expect(mixed.content[1].content).toEqual(envelope);
     expect(JSON.stringify(await allEvents(client, session.id))).not.toContain(traceparent);
     // Stored for the runtime, which echoes it on its trace.
