@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { codePoints } from './fields';
+import { Base64Text, codePoints } from './fields';
 
 /**
  * Content helpers: taxonomy suggestion, image generation, image alt-text, speech and
@@ -44,7 +44,6 @@ export const LanguageCode = z
   .refine((value) => ISO_639_1.has(value), 'must be an ISO 639-1 code such as en, de or fr');
 
 const ModelId = z.string().min(1).max(255);
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Bytes a standard base64 string decodes to (padding accounted for). */
 export function base64DecodedBytes(text: string): number {
@@ -55,11 +54,6 @@ export function base64DecodedBytes(text: string): number {
 /** Characters of base64 needed for `bytes` bytes (with padding). */
 export const base64Length = (bytes: number): number => Math.ceil(bytes / 3) * 4;
 
-/** Standard base64 with padding; the size is checked apart (it decides 400 vs 413). */
-const Base64Text = z
-  .string()
-  .min(1, 'must not be empty')
-  .refine((value) => value.length % 4 === 0 && BASE64.test(value), 'must be standard base64 (A-Z a-z 0-9 + /, padded with =)');
 
 /** Room for the JSON around a base64 payload (field names, model, language, ...). */
 const JSON_ENVELOPE_BYTES = 64 * 1024;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pageLimit, queryBoolean } from './fields';
+import { Base64Text, MediaType, pageLimit, queryBoolean } from './fields';
 
 /**
  * The session event log: what callers may send, and the state rules that decide what a
@@ -37,7 +37,7 @@ const TextBlockSchema = z.strictObject({ type: z.literal('text'), text: z.string
 const DocumentSourceSchema = z.discriminatedUnion(
   'type',
   [
-    z.strictObject({ type: z.literal('base64'), media_type: z.string().min(1), data: z.string().min(1) }),
+    z.strictObject({ type: z.literal('base64'), media_type: MediaType, data: Base64Text }),
     z.strictObject({ type: z.literal('text'), media_type: z.literal('text/plain').optional(), data: z.string() }),
     z.strictObject({ type: z.literal('url'), url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }) }),
   ],

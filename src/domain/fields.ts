@@ -60,3 +60,14 @@ export const queryBoolean = z
  * (its SDK types most request fields `T | null`): null reads exactly like an omitted field.
  */
 export const optionalOrNull = <T extends z.ZodType>(schema: T) => schema.nullish().transform((value): z.output<T> | undefined => value ?? undefined);
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Standard base64 with padding (a size limit, where there is one, is checked apart: it decides 400 vs 413). */
+export const Base64Text = z
+  .string()
+  .min(1, 'must not be empty')
+  .refine((value) => value.length % 4 === 0 && BASE64.test(value), 'must be standard base64 (A-Z a-z 0-9 + /, padded with =)');
+
+/** A media type without parameters: `application/pdf`, `text/markdown`. */
+export const MediaType = z.string().regex(/^[A-Za-z0-9][\w.+-]*\/[A-Za-z0-9][\w.+-]*$/, 'must be a media type such as application/pdf');

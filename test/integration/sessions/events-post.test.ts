@@ -100,6 +100,15 @@ describe('request validation (400)', () => {
     await expect400([{ type: 'user.message', content: [{ type: 'text' }] }], /events\.0\.content\.0\.text/);
   });
 
+  test('base64 documents: standard base64 data and a media type, else 400 naming the field', async () => {
+    const doc = (source: Record<string, unknown>) => [{ type: 'user.message', content: [{ type: 'document', source: { type: 'base64', ...source } }] }];
+    await expect400(doc({ media_type: 'application/pdf', data: '%%%not-base64%%%' }), /events\.0\.content\.0\.source\.data: must be standard base64/);
+    await expect400(doc({ media_type: 'application/pdf', data: 'abc' }), /source\.data: must be standard base64/);
+    await expect400(doc({ media_type: 'banana', data: 'JVBERi0=' }), /events\.0\.content\.0\.source\.media_type: must be a media type/);
+    const fine = await client.post(`/v1/sessions/${sessionId}/events`, { events: [{ type: 'system.message', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } }] }] });
+    expect(fine.status).toBe(200);
+  });
+
   test('user.interrupt: alone in its request, content empty or omitted', async () => {
     await expect400([{ type: 'user.interrupt' }, userMessage()], /only event/);
     await expect400([{ type: 'user.interrupt', content: [{ type: 'text', text: 'stop' }] }], /empty or omitted/);
