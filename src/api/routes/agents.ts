@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import Router from '@koa/router';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
@@ -83,12 +84,16 @@ export function agentsRouter(deps: Deps): Router<AppState, AppContext> {
       const current = await lockAgent(client, ctx.params.agent_id!);
       await requireResourceProject(client, principal, current?.project_id, 'agent');
       checkIfMatch(ctx, current!.version);
-      const result = applyAgentPatch(agentFieldsOf(current!), patch);
+      const before = agentFieldsOf(current!);
+      const result = applyAgentPatch(before, patch);
       if ('error' in result) throw badRequest(result.error.message, result.error.param);
       const moved = result.fields.project_id !== current!.project_id;
       if (moved) await requireProjectAccess(client, principal, result.fields.project_id);
       // New tools are checked against the (possibly new) project; a move re-checks the kept tools.
       if (patch.tools !== undefined || moved) await requireCollections(client, result.fields.project_id, result.fields.tools);
+      // A valid patch that changes nothing (an empty body, values as they are) is no new version:
+      // other clients' If-Match values and sessions bound to this version stay valid.
+      if (isDeepStrictEqual(result.fields, before)) return current!;
       return updateAgent(client, current!.id, result.fields, current!.project_id);
     });
     ctx.set('ETag', etagOf(row.version));

@@ -39,6 +39,18 @@ describe('PATCH /v1/agents/{id}: field classes', () => {
     expect(reply.headers.get('etag')).toBe('"2"');
   });
 
+  test('a patch that changes nothing (empty, or every value as it is) is no new version', async () => {
+    const agent = await createAgent(client, tenant.projectId, full());
+    for (const body of [{}, { name: agent.name, temperature: 1, metadata: { a: '1' }, tools: [{ name: 'a' }], settings: { disable_kb_rag: true } }]) {
+      const reply = await patch(agent.id, body, { 'if-match': '"1"' });
+      expect(reply.status).toBe(200);
+      expect(reply.body).toEqual(agent);
+      expect(reply.headers.get('etag')).toBe('"1"');
+    }
+    expect((await client.get(`/v1/agents/${agent.id}`)).body).toEqual(agent);
+    expect((await patch(agent.id, { temperature: 0.5 })).body.version).toBe(2);
+  });
+
   test.each(['name', 'model', 'project_id'])('%s cannot be cleared', async (field) => {
     const agent = await createAgent(client, tenant.projectId);
     const reply = await patch(agent.id, { [field]: null });
