@@ -213,8 +213,11 @@ export function temperatureError(modelId: string, temperature: number): string |
 }
 
 /** Why `effort` is not accepted by `modelId`, or undefined when it is. */
+/** The reasoning_effort values a model takes (none for a model without the parameter). */
+export const acceptedReasoningEfforts = (modelId: string): readonly string[] => findModel(modelId)?.parameters.reasoning_effort ?? [];
+
 export function reasoningEffortError(modelId: string, effort: string): string | undefined {
-  const accepted = findModel(modelId)?.parameters.reasoning_effort ?? [];
+  const accepted = acceptedReasoningEfforts(modelId);
   if (accepted.includes(effort)) return undefined;
   return accepted.length === 0
     ? `model '${modelId}' accepts no reasoning_effort`

@@ -115,6 +115,18 @@ export async function unarchiveSession(db: Queryable, id: string): Promise<Sessi
 }
 
 /** Soft delete: the row stays for the event log's foreign keys and for billing; status becomes terminated. */
+/**
+ * A session's reasoning_effort override the agent's new model does not take is cleared (as the
+ * agent's own is), so a session never shows an override the runtime would not apply.
+ */
+export async function clearReasoningEffortsNotIn(client: Queryable, agentId: string, accepted: readonly string[]): Promise<void> {
+  await client.query(
+    `UPDATE sessions SET reasoning_effort = NULL, updated_at = now()
+      WHERE agent_id = $1 AND reasoning_effort IS NOT NULL AND NOT (reasoning_effort = ANY($2::text[]))`,
+    [agentId, accepted],
+  );
+}
+
 export async function softDeleteSession(client: Queryable, id: string): Promise<void> {
   await client.query(`UPDATE sessions SET deleted_at = now(), updated_at = now(), status = 'terminated' WHERE id = $1`, [id]);
 }

@@ -4,10 +4,11 @@ import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
 import { requireProjectAccess, requireResourceProject } from '../../auth/tenancy';
 import { knowledgeBaseCollections, type ToolEntry } from '../../domain/agent-tool-entries';
-import { agentFieldsFromCreate, AgentCreateSchema, AgentListQuerySchema, AgentPatchSchema, applyAgentPatch, modelRuleError } from '../../domain/agents';
+import { acceptedReasoningEfforts, agentFieldsFromCreate, AgentCreateSchema, AgentListQuerySchema, AgentPatchSchema, applyAgentPatch, modelRuleError } from '../../domain/agents';
 import { decodeCursor, encodeCursor } from '../../domain/cursor';
 import { agentFieldsOf, findAgent, insertAgent, listAgents, lockAgent, presentAgent, softDeleteAgent, updateAgent } from '../../store/agents';
 import { findCollection } from '../../store/collections';
+import { clearReasoningEffortsNotIn } from '../../store/sessions';
 import { withTransaction, type Queryable } from '../../store/db';
 import { newId } from '../../store/ids';
 import { badRequest } from '../errors';
@@ -94,6 +95,7 @@ export function agentsRouter(deps: Deps): Router<AppState, AppContext> {
       // A valid patch that changes nothing (an empty body, values as they are) is no new version:
       // other clients' If-Match values and sessions bound to this version stay valid.
       if (isDeepStrictEqual(result.fields, before)) return current!;
+      if (result.fields.model !== before.model) await clearReasoningEffortsNotIn(client, current!.id, acceptedReasoningEfforts(result.fields.model));
       return updateAgent(client, current!.id, result.fields, current!.project_id);
     });
     ctx.set('ETag', etagOf(row.version));

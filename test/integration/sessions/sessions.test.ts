@@ -75,6 +75,15 @@ describe('POST /v1/sessions', () => {
     expect(refused.body.error.message).toMatch(/reasoning_effort/);
   });
 
+  test("an agent's new model clears a session override it does not take, and keeps one it does", async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const minimal = (await client.post('/v1/sessions', { agent: agent.id, reasoning_effort: 'minimal' })).body;
+    const high = (await client.post('/v1/sessions', { agent: agent.id, reasoning_effort: 'high' })).body;
+    expect((await client.patch(`/v1/agents/${agent.id}`, { model: 'google/gemini-2.5-pro' })).status).toBe(200);
+    expect((await client.get(`/v1/sessions/${minimal.id}`)).body).not.toHaveProperty('reasoning_effort');
+    expect((await client.get(`/v1/sessions/${high.id}`)).body).toMatchObject({ reasoning_effort: 'high' });
+  });
+
   test("an agent of another project is 404, like an absent one; a site token of the account may use it", async () => {
     const { tenant, agent } = await tenantWithAgent(api);
     const outsider = apiClient(api, (await createTenant(api.deps.db)).key);
