@@ -20,8 +20,12 @@ import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/
 import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 import { heartbeating } from './heartbeat';
 
-/** Output tokens reserved when deciding whether a prompt fits the context window. */
-export const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens);
+/**
+ * Output tokens reserved when deciding whether a prompt fits the context window: the turn's
+ * cap, but never more than half the window, so a cap as large as the window (a model whose
+ * output may fill it) still leaves the prompt room. The turn is then sent with what is left.
+ */
+export const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens, Math.floor(model.context_window / 2));
 
 /** Provider failures become ApplicationFailures whose type is the run error code. */
 export function toRunFailure(error: unknown): Error {
@@ -116,9 +120,12 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       }
 
       const request = runRequest(context, model, conversation);
-      if (estimateRequestTokens(request) + outputReserve(model, context.agent.max_tokens) > model.context_window) {
+      const promptTokens = estimateRequestTokens(request);
+      if (promptTokens + outputReserve(model, context.agent.max_tokens) > model.context_window) {
         return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
       }
+      // Prompt and answer share the window: a cap past what the prompt leaves is lowered to it.
+      if (request.max_tokens !== undefined) request.max_tokens = Math.min(request.max_tokens, model.context_window - promptTokens);
       let turn: Assembled;
       const started = Date.now();
       try {

@@ -38,6 +38,19 @@ test('max_tokens: the per-turn cap truncates the reply', async () => {
   expect(event.stop_reason).toBe('max_tokens');
 });
 
+test("max_tokens as large as the model's window: the prompt keeps room and the cap sent is what it leaves", async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4', max_tokens: 100000 });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('a short question for a big cap') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  const sent = simulator.requests.filter((r) => JSON.stringify(r.body).includes('a short question for a big cap'));
+  expect(sent).toHaveLength(1);
+  const cap = (sent[0]!.body as { max_tokens?: number; max_completion_tokens?: number });
+  const maxTokens = cap.max_completion_tokens ?? cap.max_tokens!;
+  expect(maxTokens).toBeGreaterThan(8000);
+  expect(maxTokens).toBeLessThan(8192);
+});
+
 test('model_context_window_exceeded: the model stopped because its context window filled up', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'anthropic/claude-haiku-4-5' });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[context-window]] keep going') }]);
