@@ -226,6 +226,23 @@ describe('moderation', () => {
     expect(JSON.stringify(body).toLowerCase()).not.toContain('forbidden-word');
     expect(env.sim.requests.length).toBe(before);
   });
+
+  test.each([
+    ['a tool description', { tools: [{ type: 'function', function: { name: 'f', description: 'say FORBIDDEN-WORD', parameters: { type: 'object' } } }] }],
+    ['a tool parameter description', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { q: { type: 'string', description: 'the forbidden-word' } } } } }] }],
+    ['a response format schema', { response_format: { type: 'json_schema', json_schema: { name: 'r', description: 'FORBIDDEN-WORD', schema: { type: 'object' } } } }],
+    ['an assistant tool call argument', { messages: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"q":"FORBIDDEN-WORD"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+    ], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }],
+  ])('text in %s is moderated too', async (_where, extra) => {
+    const before = env.sim.requests.length;
+    const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hello' }], ...extra });
+    expect(response.status).toBe(403);
+    expect((await json(response)).error.type).toBe('content_policy_violation');
+    expect(env.sim.requests.length).toBe(before);
+  });
 });
 
 describe('upstream failures', () => {

@@ -189,6 +189,27 @@ describe('moderation', () => {
     const allowed = await post({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a harmless note' } }, { type: 'text', text: 'summarize' }] }] });
     expect(allowed.status).toBe(200);
   });
+
+  test('tool descriptions and an assistant tool_use input are moderated too', async () => {
+    const tool = (description: string) => ({ name: 'f', description, input_schema: { type: 'object' } });
+    const bodies = [
+      { tools: [tool('say FORBIDDEN-WORD')], messages: [{ role: 'user', content: 'hi' }] },
+      {
+        tools: [tool('a tool')],
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'f', input: { q: 'forbidden-word' } }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'ok' }] },
+        ],
+      },
+    ];
+    for (const body of bodies) {
+      const before = env.sim.requests.length;
+      const response = await post({ model: 'claude-haiku-4-5', max_tokens: 50, ...body });
+      expect(response.status).toBe(403);
+      expect(env.sim.requests.length).toBe(before);
+    }
+  });
 });
 
 test('errors on /v1/messages outside the route chain (a wrong method) use the native envelope too', async () => {

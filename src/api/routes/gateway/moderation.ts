@@ -25,16 +25,23 @@ export function blockListModerator(list: string): Moderator {
   };
 }
 
-/** Everything the caller wrote that reaches the model as text. */
+/**
+ * Everything the caller wrote that reaches the model as text: messages (tool calls' inputs and
+ * documents included), tool descriptions and schemas, and a response format's schema.
+ */
 export function moderatedTexts(request: UnifiedRequest): string[] {
   const texts = (request.system ?? []).map((part) => part.text);
   for (const message of request.messages) {
     for (const part of message.content) {
       if (part.type === 'text') texts.push(part.text);
       else if (part.type === 'tool-result') texts.push(typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n'));
+      else if (part.type === 'tool-call') rawTexts(part.input, texts);
+      else if (part.type === 'document') rawTexts({ title: part.title, context: part.context, source: part.source }, texts);
       else if (part.type === 'provider-raw') rawTexts(part.block, texts);
     }
   }
+  for (const tool of request.tools ?? []) if (tool.type === 'function') rawTexts({ description: tool.description, schema: tool.input_schema }, texts);
+  if (request.response_format?.type === 'json_schema') rawTexts(request.response_format.json_schema, texts);
   return texts;
 }
 
