@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
 import { optionalOrNull } from './fields';
+import { ToolInputSchema } from './json-schema';
 
 /**
  * POST /v1/chat/completions request (OpenAI chat completions shape). Unknown fields are
@@ -57,7 +58,7 @@ export const FunctionToolSchema = z.strictObject({
   function: z.strictObject({
     name: z.string().regex(TOOL_NAME_PATTERN, 'tool names must match ^[a-zA-Z0-9_-]{1,64}$'),
     description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
+    parameters: ToolInputSchema.optional(),
     strict: z.boolean().nullish(),
   }),
 });

@@ -1,4 +1,5 @@
 import Ajv, { type AnySchema } from 'ajv';
+import { z } from 'zod';
 import Ajv2020 from 'ajv/dist/2020';
 
 /**
@@ -31,3 +32,30 @@ export function jsonSchemaError(schema: unknown): string | undefined {
     return `is not a valid JSON Schema: ${(error as Error).message}`;
   }
 }
+
+// Clients send the same tools with every request: a verdict is kept per schema text (small
+// schemas only, a bounded number), so a repeated schema is not compiled again.
+const VERDICT_CACHE_ENTRIES = 500;
+const VERDICT_CACHE_MAX_CHARS = 16_384;
+const verdicts = new Map<string, string | undefined>();
+
+function cachedJsonSchemaError(schema: unknown): string | undefined {
+  if (!isPlainObject(schema)) return jsonSchemaError(schema);
+  const key = JSON.stringify(schema);
+  if (verdicts.has(key)) return verdicts.get(key);
+  const verdict = jsonSchemaError(schema);
+  if (key.length <= VERDICT_CACHE_MAX_CHARS) {
+    if (verdicts.size >= VERDICT_CACHE_ENTRIES) verdicts.delete(verdicts.keys().next().value!);
+    verdicts.set(key, verdict);
+  }
+  return verdict;
+}
+
+/** A tool's input schema (agents' tools, chat completions' `parameters`, messages' `input_schema`). */
+export const ToolInputSchema = z
+  .unknown()
+  .superRefine((value, ctx) => {
+    const error = cachedJsonSchemaError(value);
+    if (error) ctx.addIssue({ code: 'custom', message: error });
+  })
+  .transform((value) => value as Record<string, unknown>);

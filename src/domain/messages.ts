@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
+import { ToolInputSchema } from './json-schema';
 
 /**
  * POST /v1/messages request (Anthropic messages shape). Blocks are checked for what the
@@ -47,7 +48,7 @@ export const CustomTool = z.looseObject({
   type: z.literal('custom').optional(),
   name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names must match ^[a-zA-Z0-9_-]{1,64}$'),
   description: z.string().optional(),
-  input_schema: z.record(z.string(), z.unknown()),
+  input_schema: ToolInputSchema,
   cache_control: CacheControl.nullish(),
 });
 export const WebSearchServerTool = z.looseObject({

@@ -216,6 +216,18 @@ test('provider_options the gateway does not model reach the upstream as sent', a
   expect(sent).toMatchObject({ model: 'gpt-4o', seed: 7, logit_bias: { '50256': -100 } });
 });
 
+test('a tool whose parameters are not a usable JSON Schema is 400 naming it, and nothing goes upstream', async () => {
+  const before = env.sim.requests.length;
+  for (const parameters of [{ type: 'notatype' }, { type: 'array' }, { type: 'object', required: 'a' }, { type: 'object', properties: { a: { $ref: '#/nope' } } }]) {
+    const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters } }] });
+    expect(response.status).toBe(400);
+    expect((await json(response)).error.message).toMatch(/^tools\.0\.function\.parameters: /);
+  }
+  expect(env.sim.requests.length).toBe(before);
+  const fine = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } }] });
+  expect(fine.status).toBe(200);
+});
+
 describe('moderation', () => {
   test('blocked content is 403 content_policy_violation that names no filter, and nothing goes upstream', async () => {
     const before = env.sim.requests.length;

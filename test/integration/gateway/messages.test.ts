@@ -173,6 +173,14 @@ describe('native protocol details', () => {
   });
 });
 
+test('a tool whose input_schema is not a usable JSON Schema is 400 in the native envelope', async () => {
+  const response = await post({ model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], tools: [{ name: 'f', input_schema: { type: 'notatype' } }] });
+  expect(response.status).toBe(400);
+  const body = await json(response);
+  expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+  expect(body.error.message).toMatch(/^tools\.0\.input_schema: /);
+});
+
 describe('moderation', () => {
   test('text inside blocks forwarded as sent (a text document, a search result) is moderated too; nothing goes upstream', async () => {
     const blocks = [
