@@ -1,7 +1,7 @@
-import { createServer } from 'node:http';
 import { loadConfig } from '../config';
 import { closeDeps, createDeps } from '../deps';
 import { createApp } from '../api/app';
+import { createApiServer } from '../api/server';
 import { migrate } from '../store/migrate';
 import { runMain, shutdownOn } from './run';
 
@@ -9,8 +9,7 @@ runMain('api', async () => {
   const deps = createDeps(loadConfig());
   await migrate(deps.db, (message) => deps.logger.info(message));
   const app = createApp(deps);
-  const server = createServer(app.callback());
-  server.keepAliveTimeout = 65_000;
+  const server = createApiServer(app);
   await new Promise<void>((resolve) => server.listen(deps.config.PORT, deps.config.HOST, resolve));
   deps.logger.info({ url: `http://${deps.config.HOST}:${deps.config.PORT}` }, 'api listening');
   shutdownOn(deps.logger, async () => {

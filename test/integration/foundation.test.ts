@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import { startApi, type TestApi } from '../support/harness';
 import { uniqueId } from '../support/config';
@@ -86,6 +87,20 @@ describe('HTTP basics', () => {
     const response = await fetch(`${api.url}/healthz`, { method: 'DELETE' });
     expect(response.headers.get('allow')).toContain('GET');
     await expectEnvelope(response, 405, 'method_not_allowed');
+  });
+
+  test("headers past Node's 16 KB limit, a malformed request: the envelope, not a bare status line", async () => {
+    const huge = await fetch(`${api.url}/v1/agents`, { headers: { authorization: `Bearer svc_${'a'.repeat(17_000)}` } });
+    await expectEnvelope(huge, 431, 'request_too_large');
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { type: 'invalid_request_error', code: 400 } });
   });
 
   test('body errors: malformed JSON 400, non-JSON 415, oversize 413', async () => {

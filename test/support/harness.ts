@@ -1,9 +1,10 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { Config } from '../../src/config';
 import { closeDeps, createDeps, type Deps } from '../../src/deps';
 import { createApp, type AppOptions } from '../../src/api/app';
+import { createApiServer } from '../../src/api/server';
 import { createLogger } from '../../src/logger';
 import { testConfig } from './config';
 
@@ -32,10 +33,7 @@ export async function startApi(overrides: Partial<Record<keyof Config, string>> 
   const config = testConfig(overrides);
   const { lines, stream } = captureLogs();
   const deps = createDeps(config, createLogger({ level: config.LOG_LEVEL, destination: stream }));
-  const server: Server = createServer(createApp(deps, options).callback());
-  // As in production (src/bin/api.ts): longer than clients' idle keep-alive, so a reused
-  // connection is never closed by the server at the moment a request is sent on it.
-  server.keepAliveTimeout = 65_000;
+  const server: Server = createApiServer(createApp(deps, options));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
