@@ -12,7 +12,7 @@ import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
 import { parseInput } from '../validate';
 import { createGateway, relayUpstreamFailure, toGatewayError, type GatewayOptions } from './gateway/gateway';
-import { writeSse } from './gateway/sse';
+import { startedStream, writeSse } from './gateway/sse';
 
 
 /** The gateway envelope as a chat completion chunk: the openai SDK raises it as an APIError. */
@@ -54,7 +54,7 @@ export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}):
 
       let parts;
       try {
-        parts = await gateway.providers.stream(request, { signal });
+        parts = await startedStream(await gateway.providers.stream(request, { signal }));
       } catch (error) {
         return relayUpstreamFailure(ctx, error);
       }

@@ -14,7 +14,7 @@ import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 import { parseInput } from '../validate';
 import { createGateway, relayUpstreamFailure, toGatewayError, type GatewayOptions } from './gateway/gateway';
-import { writeSse } from './gateway/sse';
+import { startedStream, writeSse } from './gateway/sse';
 
 const PROVIDER = 'anthropic';
 /** Provider headers the caller may set and the gateway forwards. */
@@ -79,7 +79,7 @@ export function messagesRouter(deps: Deps, options: GatewayOptions = {}): Router
 
       let parts;
       try {
-        parts = await gateway.providers.stream(request, { signal });
+        parts = await startedStream(await gateway.providers.stream(request, { signal }));
       } catch (error) {
         return relayUpstreamFailure(ctx, error);
       }

@@ -298,6 +298,17 @@ describe('upstream failures', () => {
     expect(Number(row.output_tokens)).toBeGreaterThan(0);
   });
 
+  test.each(['openai/gpt-4o', 'anthropic/claude-haiku-4-5', 'google/gemini-2.0-flash'])('%s: a stream that fails before its first event is a 502 like a non-streaming call, and is not billed', async (model) => {
+    const response = await post({ model, stream: true, messages: [{ role: 'user', content: 'x [[cut:0]]' }] });
+    expect(response.status).toBe(502);
+    const body = await json(response);
+    expect(body.error).toMatchObject({ type: 'upstream_error', code: 502, request_id: response.headers.get('x-request-id') });
+    // A request that is billed writes its row before the answer ends; give a late one time anyway.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { rows } = await env.api.deps.db.query('SELECT 1 FROM usage_records WHERE request_id = $1', [response.headers.get('x-request-id')]);
+    expect(rows).toHaveLength(0);
+  });
+
   test.each(['openai/gpt-4o', 'anthropic/claude-haiku-4-5', 'google/gemini-2.0-flash'])('%s: a rate limit reported mid-stream stays a rate limit (429 in the error chunk)', async (model) => {
     const response = await post({ model, stream: true, messages: [{ role: 'user', content: '[[tokens:20]] [[stream-error:429]]' }] });
     const events = (await response.text()).trim().split('\n\n').map((event) => event.replace(/^data: /, ''));

@@ -181,6 +181,13 @@ test('a tool whose input_schema is not a usable JSON Schema is 400 in the native
   expect(body.error.message).toMatch(/^tools\.0\.input_schema: /);
 });
 
+test('a stream that fails before its first event is a 502 in the native envelope, not a 200 stream', async () => {
+  const response = await post({ model: 'claude-haiku-4-5', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'x [[cut:0]]' }] });
+  expect(response.status).toBe(502);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(await json(response)).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+});
+
 describe('moderation', () => {
   test('text inside blocks forwarded as sent (a text document, a search result) is moderated too; nothing goes upstream', async () => {
     const blocks = [

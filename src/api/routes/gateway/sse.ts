@@ -12,6 +12,31 @@ export interface SseProtocol {
 }
 
 /**
+ * A provider stream once its first part is in. A stream that fails before that part (the
+ * upstream answered 200, then sent nothing readable) throws the failure instead: no byte has
+ * gone to the client yet, so it gets the same error status a non-streaming call would, and
+ * nothing is billed. The returned stream yields every part, the first included.
+ */
+export async function startedStream(parts: AsyncIterable<StreamPart>): Promise<AsyncIterable<StreamPart>> {
+  const iterator = parts[Symbol.asyncIterator]();
+  const first = await iterator.next();
+  if (!first.done && first.value.type === 'error') {
+    await iterator.return?.();
+    throw first.value.error;
+  }
+  return (async function* () {
+    try {
+      if (first.done) return;
+      yield first.value;
+      for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+    } finally {
+      // Leaving early (the client went away) cancels the upstream request.
+      await iterator.return?.();
+    }
+  })();
+}
+
+/**
  * Writes a provider stream to the client as SSE and returns the usage to bill: the
  * finish part's, or what was produced before a break. A failure after the stream began
  * ends in the client's protocol (an error event), never as a silently truncated 200.
