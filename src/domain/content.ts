@@ -388,6 +388,10 @@ export const AltTextRequest = z
       .string()
       .max(base64Length(MAX_ALT_TEXT_IMAGE_BYTES) + 64)
       .refine((value) => /^https?:\/\/[^\s]+$/i.test(value) || DATA_URL.test(value), 'must be an http(s) URL or a data:image/(png|jpeg|gif|webp);base64 URL')
+      .refine((value) => {
+        const data = DATA_URL.exec(value);
+        return !data || Base64Text.safeParse(data[2]).success;
+      }, 'the data: URL must carry standard base64 (A-Z a-z 0-9 + /, padded with =), not nothing')
       .optional(),
     image_base64: Base64Text.optional(),
     mime_type: z.enum(IMAGE_TYPES).optional(),

@@ -128,6 +128,8 @@ describe('POST /v1/images/alt-text', () => {
     ['both image forms', { image_url: 'https://example.com/a.png', image_base64: png }, 'image_url'],
     ['a non-http URL', { image_url: 'ftp://example.com/a.png' }, 'image_url'],
     ['invalid base64', { image_base64: 'not base64!' }, 'image_base64'],
+    ['a data: URL that is not base64', { image_url: 'data:image/png;base64,@@@@ not base64 %%%' }, 'image_url'],
+    ['an empty data: URL', { image_url: 'data:image/png;base64,' }, 'image_url'],
     ['an unsupported image type', { image_base64: png, mime_type: 'image/tiff' }, 'mime_type'],
     ['mime_type with a URL', { image_url: 'https://example.com/a.png', mime_type: 'image/png' }, 'mime_type'],
     ['a language that is not ISO 639-1', { image_base64: png, language: 'english' }, 'language'],
