@@ -82,6 +82,17 @@ export const TAXONOMY_LIMITS = {
   maxOutputTokens: 2_048,
 } as const;
 
+/**
+ * The route's body limit: every field at its limit, each character escaped as JSON writers that
+ * escape non-ASCII do (PHP's json_encode by default): up to 12 bytes (`\\ud83d\\ude00`) a character.
+ */
+const ESCAPED_BYTES_PER_CHAR = 12;
+export const TAXONOMY_BODY_LIMIT_BYTES =
+  ESCAPED_BYTES_PER_CHAR *
+    (TAXONOMY_LIMITS.contentChars + TAXONOMY_LIMITS.contextChars + TAXONOMY_LIMITS.categories * TAXONOMY_LIMITS.categoryChars + TAXONOMY_LIMITS.approvedTags * TAXONOMY_LIMITS.tagChars) +
+  4 * (TAXONOMY_LIMITS.categories + TAXONOMY_LIMITS.approvedTags) +
+  JSON_ENVELOPE_BYTES;
+
 const Label = (max: number) => z.string().trim().min(1, 'must not be empty').max(max);
 
 export const TaxonomyRequest = z.strictObject({

@@ -144,6 +144,23 @@ describe('validation', () => {
     expect(error.message.startsWith(field)).toBe(true);
   });
 
+  test('every field at its limit, non-ASCII escaped as PHP writes JSON, fits the body limit', async () => {
+    const emoji = (n: number) => '\u{1F33F}'.repeat(n);
+    const body = {
+      ...base,
+      content: emoji(100_000),
+      context: emoji(4_000),
+      categories: Array.from({ length: 250 }, () => emoji(100)),
+      approved_tags: Array.from({ length: 1_000 }, () => emoji(100)),
+    };
+    // Every non-ASCII character as a \\uXXXX escape (a pair for an emoji): PHP's json_encode default.
+    const escaped = JSON.stringify(body).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    expect(escaped.length).toBeGreaterThan(2 * 1024 * 1024);
+    const response = await post(escaped);
+    expect(response.status).not.toBe(413);
+    expect(response.status).toBe(200);
+  });
+
   test('an unknown model is 404; a non-JSON body 400', async () => {
     await expectError(await post({ ...base, model: 'openai/gpt-99' }), 404, 'not_found_error');
     await expectError(await post('{not json'), 400, 'invalid_request_error');

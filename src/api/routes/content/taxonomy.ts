@@ -3,6 +3,7 @@ import { authenticate } from '../../../auth/middleware';
 import {
   applyTaxonomyRules,
   DEFAULT_TAXONOMY_MODEL,
+  TAXONOMY_BODY_LIMIT_BYTES,
   TAXONOMY_LIMITS,
   TaxonomyAnswer,
   TaxonomyRequest,
@@ -40,7 +41,7 @@ export function mountTaxonomy(router: Router<AppState, AppContext>, services: Co
     '/v1/content/suggest-taxonomy',
     rateLimit(deps),
     authenticate(deps, { scope: 'chat', access: 'write' }),
-    jsonBody(deps.config.BODY_LIMIT_BYTES),
+    jsonBody(Math.max(deps.config.BODY_LIMIT_BYTES, TAXONOMY_BODY_LIMIT_BYTES)),
     async (ctx) => {
       const body = parseInput(TaxonomyRequest, ctx.request.body);
       const model = chatModelFor(body.model ?? DEFAULT_TAXONOMY_MODEL, 'taxonomy suggestion', 'json_output');
