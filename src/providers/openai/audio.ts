@@ -66,7 +66,13 @@ export function createOpenAIAudioClient(settings: OpenAIMediaSettings) {
         isContextOverflow: () => false,
       });
       const audio = await readBytes(response, 'openai', model.id, options.signal);
-      return { audio, contentType: response.headers.get('content-type') ?? 'application/octet-stream' };
+      // A success that is not audio (an HTML or JSON page from something in between) is not
+      // relayed as if it were: the call failed.
+      const contentType = response.headers.get('content-type') ?? 'application/octet-stream';
+      if (!/^(audio\/|application\/octet-stream)/i.test(contentType) || audio.length === 0) {
+        throw new InvalidUpstreamResponseError('openai answered the speech request without audio', { provider: 'openai', model: model.id, retryable: false });
+      }
+      return { audio, contentType };
     },
 
     async transcribe(model: MediaModelRecord, input: TranscriptionInput, options: CallOptions = {}): Promise<OpenAITranscription> {

@@ -31,7 +31,7 @@ export const OpenAIResponseSchema = z.object({
       }),
       finish_reason: z.string().nullish(),
     }),
-  ),
+  ).min(1), // an answer without a choice is no answer: the call failed
   usage: OpenAIUsageSchema,
 });
 

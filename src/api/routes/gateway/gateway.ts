@@ -76,6 +76,8 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
 export function relayUpstreamFailure(ctx: AppContext, error: unknown): void {
   if (error instanceof UpstreamHttpError) {
     ctx.state.log.warn({ provider: error.provider, model: error.model, status: error.status, upstream_request_id: error.upstreamRequestId }, 'upstream error');
+    // An error with no body has nothing to pass on: the gateway's envelope says it, same status.
+    if (error.body.trim() === '') throw toGatewayError(error);
     ctx.status = error.status;
     ctx.type = error.contentType;
     if (error.retryAfterMs !== undefined) ctx.set('Retry-After', String(Math.ceil(error.retryAfterMs / 1000)));
