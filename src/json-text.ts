@@ -68,7 +68,11 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number)
     return;
   }
   if (value === null || typeof value !== 'object') return;
-  if (depth >= MAX_JSON_DEPTH) throw new JsonTextError('depth', `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`, pathText(path));
+  if (depth >= MAX_JSON_DEPTH) {
+    // Named by where the deep nesting starts (its first levels: the whole path is 128 long).
+    const where = path.length > 4 ? `${path.slice(0, 4).join('.')}…` : (pathText(path) ?? 'the body');
+    throw new JsonTextError('depth', `request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (under ${where})`, pathText(path));
+  }
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       path.push(i);

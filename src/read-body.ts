@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 
 interface Exchange {
   req: IncomingMessage;
@@ -22,7 +22,11 @@ export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLar
  */
 export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => Error): Promise<Buffer> {
   refuseDeclaredOversize(exchange, limit, tooLarge);
-  const { req } = exchange;
+  const { req, res } = exchange;
+  // A client that sent `Expect: 100-continue` waits for this before sending the body; it is
+  // sent only once the request has passed everything before the read (authentication, rate
+  // limit, size), so a refused client never uploads its body (see continueWhenBodyIsRead).
+  if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -71,4 +75,12 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
 function closingAfterResponse(exchange: Exchange, tooLarge: () => Error): Error {
   exchange.res.setHeader('Connection', 'close');
   return tooLarge();
+}
+
+/**
+ * `Expect: 100-continue`: Node answers 100 at once unless the server handles the request
+ * itself; with this, the app does, and readBodyUpTo sends the 100 when it starts reading.
+ */
+export function continueWhenBodyIsRead(server: Server): void {
+  server.on('checkContinue', (request, response) => server.emit('request', request, response));
 }

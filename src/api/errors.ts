@@ -47,8 +47,11 @@ export const conflict = (message: string) => new ApiError(409, 'conflict_error',
 export const forbidden = (message: string) => new ApiError(403, 'permission_error', message);
 export const payloadTooLarge = (limitBytes: number) =>
   new ApiError(413, 'request_too_large', `request body exceeds the limit of ${limitBytes} bytes`);
-export const unsupportedMediaType = () =>
-  new ApiError(415, 'unsupported_media_type', 'Content-Type must be application/json');
+export const unsupportedMediaType = (accepted = 'application/json') =>
+  new ApiError(415, 'unsupported_media_type', `Content-Type must be ${accepted}`);
+/** A compressed request body: the gateway reads bodies as sent. */
+export const unsupportedEncoding = (encoding: string) =>
+  new ApiError(415, 'unsupported_media_type', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
 export const methodNotAllowed = (allowed: string[]) =>
   new ApiError(405, 'method_not_allowed', `method not allowed; allowed: ${allowed.join(', ')}`, {
     headers: { Allow: allowed.join(', ') },

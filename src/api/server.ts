@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
+import { continueWhenBodyIsRead } from '../read-body';
 
 /**
  * The api's HTTP server. Requests Node's parser refuses before the app sees them (headers
@@ -11,6 +12,7 @@ export function createApiServer(app: { callback(): RequestListener }): Server {
   // Longer than clients' idle keep-alive, so a reused connection is never closed by the
   // server at the moment a request is sent on it.
   server.keepAliveTimeout = 65_000;
+  continueWhenBodyIsRead(server);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();

@@ -1,6 +1,8 @@
+import { createServer, type Server } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
+import { continueWhenBodyIsRead } from '../read-body';
 import { PlatformError } from './errors';
 import { basicAuth, platformBasics, platformRateLimit } from './middleware';
 import { PLATFORM_OPENAPI } from './openapi';
@@ -41,6 +43,13 @@ export function createPlatformApp(
     throw new PlatformError(404, 'Not Found', [{ resource: 'route', type: 'value_unavailable', message: `no route ${ctx.method} ${ctx.path}` }]);
   });
   return app;
+}
+
+/** The platform API's HTTP server (`Expect: 100-continue` answered once the body is read). */
+export function createPlatformServer(deps: Pick<Deps, 'db' | 'logger'>, limits: { perSecond: number; burst: number } | null = null): Server {
+  const server = createServer(createPlatformApp(deps, limits).callback());
+  continueWhenBodyIsRead(server);
+  return server;
 }
 
 /** 405 with `Allow` for a path one of the routers serves under other methods; else next. */

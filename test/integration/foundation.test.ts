@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { Runtime, DefaultLogger } from '@temporalio/worker';
 import { startApi, type TestApi } from '../support/harness';
 import { uniqueId } from '../support/config';
+import { createTenant } from '../support/factories';
 import { createWorker } from '../../src/temporal/worker';
 import Router from '@koa/router';
 import { jsonBody } from '../../src/api/middleware/json-body';
@@ -101,6 +102,30 @@ describe('HTTP basics', () => {
     });
     expect(raw).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { type: 'invalid_request_error', code: 400 } });
+  });
+
+  test('Expect: 100-continue: a refused request is answered before its body is sent; an accepted one gets 100', async () => {
+    const port = Number(new URL(api.url).port);
+    /** Sends the head only, then the body once 100 Continue arrives; returns what came back. */
+    const exchange = (headers: string) =>
+      new Promise<string>((resolve, reject) => {
+        const body = '{}';
+        const socket = connect(port, '127.0.0.1', () =>
+          socket.write(`POST /v1/agents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close\r\n${headers}\r\n`),
+        );
+        let text = '';
+        socket.on('data', (chunk) => {
+          text += chunk.toString();
+          if (text.startsWith('HTTP/1.1 100 Continue\r\n\r\n') && text.length === 'HTTP/1.1 100 Continue\r\n\r\n'.length) socket.write(body);
+        });
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+    const refused = await exchange('');
+    expect(refused).toMatch(/^HTTP\/1\.1 401 /);
+    const tenant = await createTenant(api.deps.db);
+    const accepted = await exchange(`Authorization: Bearer ${tenant.key}\r\n`);
+    expect(accepted).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 400 /);
   });
 
   test('body errors: malformed JSON 400, non-JSON 415, oversize 413', async () => {

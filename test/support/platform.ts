@@ -1,7 +1,6 @@
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pool } from 'pg';
-import { createPlatformApp } from '../../src/platform/app';
+import { createPlatformServer } from '../../src/platform/app';
 import { createLogger } from '../../src/logger';
 import { hashPassword } from '../../src/domain/platform';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformUser } from '../../src/store/platform';
@@ -9,7 +8,7 @@ import { uniqueId } from './config';
 
 /** The platform API in-process on an ephemeral port, over the given pool. */
 export async function startPlatform(db: Pool): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createServer(createPlatformApp({ db, logger: createLogger({ level: 'silent' }) }).callback());
+  const server = createPlatformServer({ db, logger: createLogger({ level: 'silent' }) });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,

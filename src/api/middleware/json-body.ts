@@ -1,7 +1,7 @@
-import { badRequest, payloadTooLarge, unsupportedMediaType } from '../errors';
+import { badRequest, payloadTooLarge, unsupportedEncoding, unsupportedMediaType } from '../errors';
 import { readBodyUpTo, refuseDeclaredOversize } from '../../read-body';
 import { JsonTextError, parseJsonText } from '../../json-text';
-import type { Middleware } from '../types';
+import type { AppContext, Middleware } from '../types';
 
 /**
  * Reads and parses a JSON request body with a byte limit. Declared per route so
@@ -9,7 +9,7 @@ import type { Middleware } from '../types';
  * An oversize body is refused from Content-Length before reading, or as soon as
  * the stream passes the limit.
  */
-export function jsonBody(limitBytes: number, options: { optional?: boolean } = {}): Middleware {
+export function jsonBody(limitBytes: number, options: { optional?: boolean; accepted?: string } = {}): Middleware {
   return async (ctx, next) => {
     const length = ctx.get('content-length');
     const hasBody = (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
@@ -21,7 +21,8 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean } = {
     // Size first: an oversize body is 413 whatever it claims to be.
     const tooLarge = () => payloadTooLarge(limitBytes);
     refuseDeclaredOversize(ctx, limitBytes, tooLarge);
-    if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType();
+    if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType(options.accepted);
+    refuseEncodedBody(ctx);
     const text = (await readBodyUpTo(ctx, limitBytes, tooLarge)).toString('utf8');
     try {
       ctx.request.body = text.length === 0 ? undefined : parseJsonText(text);
@@ -31,4 +32,10 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean } = {
     if (ctx.request.body === undefined && !options.optional) throw badRequest('request body must be a JSON object');
     await next();
   };
+}
+
+/** A body sent compressed (`Content-Encoding: gzip`) is refused with 415 rather than misread. */
+export function refuseEncodedBody(ctx: AppContext): void {
+  const encoding = ctx.get('content-encoding').trim();
+  if (encoding !== '' && encoding.toLowerCase() !== 'identity') throw unsupportedEncoding(encoding);
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import OpenAI, { toFile } from 'openai';
 import { bearer, createKey } from '../../support/factories';
 import { wavFile } from '../../../src/providers/simulator/media-files';
@@ -122,6 +123,23 @@ describe('POST /v1/audio/transcriptions', () => {
     const huge = new FormData();
     huge.set('file', new Blob([Buffer.alloc(25 * MiB + 1, 1)], { type: 'audio/wav' }), 'big.wav');
     await expectError(await upload(huge), 413, 'request_too_large');
+    const two = withFile('a.wav', 'audio/wav');
+    two.append('file', new Blob([Buffer.alloc(1000, 2)], { type: 'audio/wav' }), 'b.wav');
+    expect((await expectError(await upload(two), 400, 'invalid_request_error')).message).toBe('file: send one audio file part');
+    const empty = new FormData();
+    empty.set('file', new Blob([], { type: 'audio/wav' }), 'empty.wav');
+    expect((await expectError(await upload(empty), 400, 'invalid_request_error')).message).toBe('file: the audio file is empty');
+  });
+
+  test('a body of another type names both accepted types; a compressed body is 415', async () => {
+    const plain = await fetch(`${env.api.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'text/plain' }, body: 'hello' });
+    expect((await expectError(plain, 415, 'unsupported_media_type')).message).toBe('Content-Type must be application/json or multipart/form-data');
+    const gzipped = await fetch(`${env.api.url}/v1/audio/transcriptions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify({ audio: oneSecond })),
+    });
+    expect((await expectError(gzipped, 415, 'unsupported_media_type')).message).toBe("Content-Encoding 'gzip' is not supported; send the body uncompressed");
   });
 
   test.each([

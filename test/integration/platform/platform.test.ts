@@ -1,11 +1,11 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Pool } from 'pg';
 import { createPool } from '../../../src/store/db';
 import { createLogger } from '../../../src/logger';
-import { createPlatformApp } from '../../../src/platform/app';
+import { createPlatformServer } from '../../../src/platform/app';
 import { PLATFORM_OPENAPI } from '../../../src/platform/openapi';
 import { hashPassword } from '../../../src/domain/platform';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../../../src/store/platform';
@@ -23,7 +23,7 @@ const auth = { authorization: `Basic ${Buffer.from(`${username}:${password}`).to
 
 beforeAll(async () => {
   db = createPool(testConfig().DATABASE_URL, 4);
-  server = createServer(createPlatformApp({ db, logger: createLogger({ level: 'silent' }) }).callback());
+  server = createPlatformServer({ db, logger: createLogger({ level: 'silent' }) });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   await insertPlatformUser(db, username, await hashPassword(password));
@@ -311,7 +311,7 @@ describe('headless applications: an environment deleted while a request works on
 });
 
 test('a flood of requests is refused with 429 and Retry-After in the platform envelope, before any password check', async () => {
-  const limited = createServer(createPlatformApp({ db, logger: createLogger({ level: 'silent' }) }, { perSecond: 0.01, burst: 2 }).callback());
+  const limited = createPlatformServer({ db, logger: createLogger({ level: 'silent' }) }, { perSecond: 0.01, burst: 2 });
   await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve));
   try {
     const base = `http://127.0.0.1:${(limited.address() as AddressInfo).port}`;
@@ -336,7 +336,7 @@ test('Postgres not answering (pool connect timeout): 503 with Retry-After, not 5
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   const stalled = new Pool({ connectionString: `postgres://x:y@127.0.0.1:${(silent.address() as AddressInfo).port}/x`, connectionTimeoutMillis: 300 });
   stalled.on('error', () => undefined);
-  const app = createServer(createPlatformApp({ db: stalled, logger: createLogger({ level: 'silent' }) }).callback());
+  const app = createPlatformServer({ db: stalled, logger: createLogger({ level: 'silent' }) });
   await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
   try {
     const response = await fetch(`http://127.0.0.1:${(app.address() as AddressInfo).port}/v1/sites`, { headers: auth });

@@ -70,7 +70,7 @@ test('a __proto__ key (which object copies would drop silently, widening a filte
 describe('nesting deeper than 128 levels: 400 before any handler, size check or database', () => {
   test('agent settings (the size check used to overflow the stack)', async () => {
     const body = `{"project_id":"${tenant.projectId}","name":"deep","model":"openai/gpt-4o","settings":{"k":${deep(5000)}}}`;
-    await expect400(await post('/v1/agents', body), /deeper than 128 levels/);
+    await expect400(await post('/v1/agents', body), /deeper than 128 levels \(under settings\.k\.0\.0…\)/);
   });
 
   test('chat completions provider_options', async () => {

@@ -25,6 +25,7 @@ describe('parseJsonText', () => {
     const error = failure(`{"settings":{"k":${nested(MAX_JSON_DEPTH - 1)}}}`);
     expect(error.kind).toBe('depth');
     expect(error.path).toBe(`settings.k${'.0'.repeat(MAX_JSON_DEPTH - 2)}`);
+    expect(error.message).toBe(`request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels (under settings.k.0.0…)`);
     // Far past the limit: refused the same way, no stack overflow.
     expect(failure(nested(100_000)).kind).toBe('depth');
   });

@@ -17,7 +17,7 @@ import { readBodyUpTo } from '../../../read-body';
 import { computeMediaCreditsNano, type MediaUsage } from '../../../providers/catalog';
 import type { OpenAITranscription } from '../../../providers/openai/audio';
 import { ApiError, badRequest } from '../../errors';
-import { jsonBody } from '../../middleware/json-body';
+import { jsonBody, refuseEncodedBody } from '../../middleware/json-body';
 import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
@@ -60,6 +60,7 @@ function fromJson(raw: unknown): Transcription {
  */
 async function fromUpload(ctx: AppContext): Promise<Transcription> {
   const tooLarge = () => new ApiError(413, 'request_too_large', `request body exceeds the limit of ${TRANSCRIPTION_UPLOAD_LIMIT_BYTES} bytes`);
+  refuseEncodedBody(ctx);
   const raw = await readBodyUpTo(ctx, TRANSCRIPTION_UPLOAD_LIMIT_BYTES, tooLarge);
   let form: FormData;
   try {
@@ -67,8 +68,11 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   } catch {
     throw badRequest('request body is not a readable multipart/form-data upload');
   }
-  const file = form.get('file');
+  const files = form.getAll('file');
+  if (files.length > 1) throw badRequest('file: send one audio file part', 'file');
+  const file = files[0];
   if (!(file instanceof Blob)) throw badRequest('file: an audio file part is required', 'file');
+  if (file.size === 0) throw badRequest('file: the audio file is empty', 'file');
   const fields: Record<string, string> = {};
   for (const [name, value] of form.entries()) {
     if (name === 'file') continue;
@@ -91,7 +95,7 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
  */
 export function mountTranscriptions(router: Router<AppState, AppContext>, services: ContentServices): void {
   const { deps, gateway } = services;
-  const json = jsonBody(TRANSCRIPTION_BODY_LIMIT_BYTES);
+  const json = jsonBody(TRANSCRIPTION_BODY_LIMIT_BYTES, { accepted: 'application/json or multipart/form-data' });
   router.post(
     '/v1/audio/transcriptions',
     rateLimit(deps),
