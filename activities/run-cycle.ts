@@ -40,7 +40,7 @@ export type RunCycle =
 
 /** Why an agent's tools cannot run here, checked when a run starts (agents stored before validation included). */
 function toolsetProblem(tools: ToolEntry[], development: boolean): RunErrorCode | undefined {
-  if (tools.some((tool) => (tool.type ?? 'custom') === 'custom' && 'input_schema' in tool && tool.input_schema !== undefined && jsonSchemaError(tool.input_schema))) {
+  if (tools.some((tool) => (tool.type ?? 'custom') === 'custom' && 'input_schema' in tool && tool.input_schema !== undefined && jsonSchemaError(tool.input_schema, { compile: true }))) {
     return 'invalid_tool_schema';
   }
   return unservedTools(tools, development).length > 0 ? 'toolset_incomplete' : undefined;

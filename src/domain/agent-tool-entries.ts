@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolInputSchema } from './json-schema';
+import { AgentToolInputSchema } from './json-schema';
 import { chars } from './fields';
 import { filterValue, StoredDateRangeSchema } from './kb';
 import { kbToolName, SEARCH_TOOLS_NAME } from './run-tools';
@@ -15,7 +15,7 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 const toolName = z.string({ error: 'must be a string' }).regex(TOOL_NAME_PATTERN, 'must match ^[a-zA-Z0-9_-]{1,64}$');
 const description = z.string({ error: 'must be a string' });
 
-const inputSchema = ToolInputSchema;
+const inputSchema = AgentToolInputSchema;
 
 export const CustomToolSchema = z.strictObject({
   type: z.literal('custom').optional(),

@@ -4,58 +4,69 @@ import Ajv2020 from 'ajv/dist/2020';
 
 /**
  * Checks that a tool's `input_schema` is a usable JSON Schema: a JSON object that its
- * meta-schema accepts and that compiles. Draft-07 unless the schema declares 2020-12.
- * Unknown keywords are allowed (providers ignore them), so `strict` is off.
- * Returns an error message, or undefined when the schema is valid.
+ * meta-schema accepts and, where the gateway itself validates inputs against it (an agent's
+ * tools), that compiles. Draft-07 unless the schema declares 2020-12; another declared draft
+ * (draft-04, 2019-09) is read as draft-07, as providers read it. Unknown keywords are allowed
+ * (providers ignore them), so `strict` is off. Returns an error message, or undefined.
+ *
+ * The meta-schema check is cheap (microseconds; a few ms for a schema of a megabyte), so the
+ * gateway routes run it on every request. Compiling is not (hundreds of ms for a very large
+ * schema, and it blocks the process meanwhile): only schemas up to COMPILE_MAX_CHARS are compiled.
  */
 const draft07 = new Ajv({ strict: false, allErrors: false, validateFormats: false });
 const draft2020 = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
+const COMPILE_MAX_CHARS = 64 * 1024;
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export function jsonSchemaError(schema: unknown): string | undefined {
+export function jsonSchemaError(schema: unknown, options: { compile: boolean }): string | undefined {
   if (!isPlainObject(schema)) return 'must be a JSON Schema object';
   // Tool inputs are always objects: providers refuse any other top-level type.
   if (schema.type !== undefined && schema.type !== 'object') return "must describe an object (top-level type 'object')";
-  const ajv = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12') ? draft2020 : draft07;
+  const is2020 = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12');
+  const ajv = is2020 ? draft2020 : draft07;
+  const { $schema: _declared, ...undeclared } = schema;
+  const checked = (is2020 || schema.$schema === undefined ? schema : undeclared) as AnySchema;
   try {
-    if (!ajv.validateSchema(schema as AnySchema)) {
+    if (!ajv.validateSchema(checked)) {
       const first = ajv.errors?.[0];
       return `is not a valid JSON Schema: ${first ? `${first.instancePath || '/'} ${first.message}` : 'rejected by the meta-schema'}`;
     }
-    ajv.compile(schema as AnySchema);
-    // compile caches by schema object identity; drop it so the cache does not grow per request
-    ajv.removeSchema(schema as AnySchema);
+    if (options.compile && JSON.stringify(checked).length <= COMPILE_MAX_CHARS) compileOnce(ajv, checked);
     return undefined;
   } catch (error) {
     return `is not a valid JSON Schema: ${(error as Error).message}`;
   }
 }
 
-// Clients send the same tools with every request: a verdict is kept per schema text (small
-// schemas only, a bounded number), so a repeated schema is not compiled again.
-const VERDICT_CACHE_ENTRIES = 500;
-const VERDICT_CACHE_MAX_CHARS = 16_384;
-const verdicts = new Map<string, string | undefined>();
-
-function cachedJsonSchemaError(schema: unknown): string | undefined {
-  if (!isPlainObject(schema)) return jsonSchemaError(schema);
-  const key = JSON.stringify(schema);
-  if (verdicts.has(key)) return verdicts.get(key);
-  const verdict = jsonSchemaError(schema);
-  if (key.length <= VERDICT_CACHE_MAX_CHARS) {
-    if (verdicts.size >= VERDICT_CACHE_ENTRIES) verdicts.delete(verdicts.keys().next().value!);
-    verdicts.set(key, verdict);
+/**
+ * Compiles and forgets: the instance is shared by every request, so nothing of one schema may
+ * stay in it (a failed compile still registers the schema's `$id`, which would refuse the next
+ * schema of another tenant with the same `$id`).
+ */
+function compileOnce(ajv: Ajv, schema: AnySchema): void {
+  try {
+    ajv.compile(schema);
+  } finally {
+    ajv.removeSchema(schema);
   }
-  return verdict;
 }
 
-/** A tool's input schema (agents' tools, chat completions' `parameters`, messages' `input_schema`). */
+/** An agent tool's input schema: the gateway validates tool inputs against it, so it must compile. */
+export const AgentToolInputSchema = z
+  .unknown()
+  .superRefine((value, ctx) => {
+    const error = jsonSchemaError(value, { compile: true });
+    if (error) ctx.addIssue({ code: 'custom', message: error });
+  })
+  .transform((value) => value as Record<string, unknown>);
+
+/** A tool's input schema on the gateway routes (chat completions' `parameters`, messages' `input_schema`): checked, passed on. */
 export const ToolInputSchema = z
   .unknown()
   .superRefine((value, ctx) => {
-    const error = cachedJsonSchemaError(value);
+    const error = jsonSchemaError(value, { compile: false });
     if (error) ctx.addIssue({ code: 'custom', message: error });
   })
   .transform((value) => value as Record<string, unknown>);

@@ -218,7 +218,7 @@ test('provider_options the gateway does not model reach the upstream as sent', a
 
 test('a tool whose parameters are not a usable JSON Schema is 400 naming it, and nothing goes upstream', async () => {
   const before = env.sim.requests.length;
-  for (const parameters of [{ type: 'notatype' }, { type: 'array' }, { type: 'object', required: 'a' }, { type: 'object', properties: { a: { $ref: '#/nope' } } }]) {
+  for (const parameters of [{ type: 'notatype' }, { type: 'array' }, { type: 'object', required: 'a' }, { type: 'object', properties: { a: { type: 7 } } }]) {
     const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters } }] });
     expect(response.status).toBe(400);
     expect((await json(response)).error.message).toMatch(/^tools\.0\.function\.parameters: /);
@@ -226,6 +226,24 @@ test('a tool whose parameters are not a usable JSON Schema is 400 naming it, and
   expect(env.sim.requests.length).toBe(before);
   const fine = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } }] });
   expect(fine.status).toBe(200);
+});
+
+test('tool schemas providers take pass: other drafts, references the gateway does not resolve, a reused $id', async () => {
+  const withParameters = (parameters: Record<string, unknown>) => post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters } }] });
+  expect((await withParameters({ $schema: 'http://json-schema.org/draft-04/schema#', type: 'object', properties: { a: { type: 'string' } } })).status).toBe(200);
+  expect((await withParameters({ $schema: 'https://json-schema.org/draft/2019-09/schema', type: 'object' })).status).toBe(200);
+  expect((await withParameters({ type: 'object', properties: { a: { $ref: 'https://example.com/a.json' } } })).status).toBe(200);
+  // One caller's schema leaves nothing behind for the next (the schema checker is shared).
+  const id = `https://example.com/${randomBytes(4).toString('hex')}.json`;
+  const agentTool = (input_schema: Record<string, unknown>) =>
+    fetch(`${env.api.url}/v1/agents`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ project_id: env.tenant.projectId, name: 'schemas', model: 'openai/gpt-4o', tools: [{ name: 't', input_schema }] }),
+    });
+  expect((await agentTool({ $id: id, type: 'object', properties: { a: { $ref: '#/nope' } } })).status).toBe(400);
+  expect((await agentTool({ $id: id, type: 'object', properties: { a: { type: 'string' } } })).status).toBe(201);
+  expect((await withParameters({ $id: id, type: 'object' })).status).toBe(200);
 });
 
 describe('moderation', () => {
