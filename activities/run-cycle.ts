@@ -249,6 +249,9 @@ export function createRunCycleActivities(deps: Deps) {
     // calls it would have waited for are cancelled.
     let stopReason = input.stopReason;
     let { endRun, toolCalls } = input;
+    // A pause keeps the run holding the session, so a retried pause close is not caught above:
+    // it must find its closing event before acting on an interrupt that came after it committed.
+    if (!endRun && toolCalls && (await closingEventExists(client, session.id, key))) return undefined;
     if (endRun || toolCalls) {
       const { rowCount } = await client.query(
         `UPDATE session_events SET processed_at = clock_timestamp()
@@ -350,6 +353,15 @@ export function createRunCycleActivities(deps: Deps) {
       await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
     }
     return { ...updated[0]!, agent: session.agent };
+  }
+
+  async function closingEventExists(client: PoolClient, sessionId: string, key: string): Promise<boolean> {
+    const { rowCount } = await client.query({
+      name: 'closing_event_exists',
+      text: 'SELECT 1 FROM session_events WHERE session_id = $1 AND idempotency_key = $2',
+      values: [sessionId, key],
+    });
+    return rowCount === 1;
   }
 
   /** The closing message: a run the credit check stopped says so, not that the provider limited it. */

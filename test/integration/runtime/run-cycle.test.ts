@@ -142,3 +142,25 @@ test('a pause closing after its run was interrupted ends the run user_cancelled,
   expect(await activities.finishRunCycle({ ...pause, cycleKey: 'p2', stopReason: 'user_cancelled', toolCalls: undefined, endRun: true, usage: { ...usage, credits_nano: 0 } })).toBeUndefined();
   expect((await types(sessionId)).filter((type) => type === 'session.status_idle')).toHaveLength(1);
 });
+
+test('a retried pause close changes nothing, even with an interrupt accepted since the first attempt', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'look it up');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 'r1', holding: null, execution: 'exec-A' })) as { runId: string };
+  const pause = { sessionId, runId: run.runId, cycleKey: 'r1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_9', name: 'lookup' }], endRun: false };
+  expect(await activities.finishRunCycle(pause)).toBeUndefined();
+  await withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
+  });
+  const before = await types(sessionId);
+
+  // The local activity ran again (its workflow task failed after the transaction committed).
+  expect(await activities.finishRunCycle(pause)).toBeUndefined();
+  expect(await types(sessionId)).toEqual(before);
+  const { rows } = await api.deps.db.query(
+    `SELECT (SELECT processed_at IS NULL FROM session_events WHERE session_id = $1 AND type = 'user.interrupt') AS interrupt_waiting, pending_tool_use_ids, active_run_id FROM sessions WHERE id = $1`,
+    [sessionId],
+  );
+  expect(rows[0]).toEqual({ interrupt_waiting: true, pending_tool_use_ids: ['toolu_9'], active_run_id: run.runId });
+});
