@@ -20,6 +20,8 @@ beforeAll(async () => {
         response.writeHead(200, { 'content-type': 'text/html' }).end('<html>a captive portal</html>');
       } else if (request.url === '/v1/chat/completions' && text.includes('empty-500')) {
         response.writeHead(500, { 'content-type': 'application/json' }).end();
+      } else if (request.url === '/v1/chat/completions' && text.includes('empty-429')) {
+        response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end();
       } else {
         response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'x', object: 'chat.completion', model: 'gpt-4o', choices: [], usage: { prompt_tokens: 5, completion_tokens: 0 } }));
       }
@@ -60,4 +62,11 @@ test('an upstream error with no body: its status in the gateway envelope', async
   const response = await post('/v1/chat/completions', { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'empty-500' }] });
   expect(response.status).toBe(500);
   expect((await json(response)).error).toMatchObject({ type: 'upstream_error', code: 500, message: 'the model provider returned an error' });
+});
+
+test('an upstream rate limit with no body keeps its Retry-After', async () => {
+  const response = await post('/v1/chat/completions', { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'empty-429' }] });
+  expect(response.status).toBe(429);
+  expect(response.headers.get('retry-after')).toBe('7');
+  expect((await json(response)).error).toMatchObject({ type: 'upstream_error', code: 429 });
 });

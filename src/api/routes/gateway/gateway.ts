@@ -90,7 +90,10 @@ export function relayUpstreamFailure(ctx: AppContext, error: unknown): void {
 export function toGatewayError(error: unknown): unknown {
   if (error instanceof UpstreamTimeoutError) return new ApiError(504, 'upstream_error', 'the model provider did not answer in time');
   if (error instanceof UpstreamConnectionError) return new ApiError(502, 'upstream_error', 'the model provider could not be reached');
-  if (error instanceof UpstreamHttpError) return new ApiError(error.status >= 400 ? error.status : 502, 'upstream_error', 'the model provider returned an error');
+  if (error instanceof UpstreamHttpError) {
+    const headers: Record<string, string> = error.retryAfterMs !== undefined ? { 'Retry-After': String(Math.ceil(error.retryAfterMs / 1000)) } : {};
+    return new ApiError(error.status >= 400 ? error.status : 502, 'upstream_error', 'the model provider returned an error', { headers });
+  }
   if (error instanceof ProviderError) return new ApiError(502, 'upstream_error', 'the model provider returned an unreadable response');
   return error;
 }
