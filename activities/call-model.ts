@@ -1,6 +1,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Deps } from '../src/deps';
 import {
+  anthropicMaxTokens,
   computeCreditsNano,
   ContextWindowExceededError,
   findModel,
@@ -124,8 +125,10 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       if (promptTokens + outputReserve(model, context.agent.max_tokens) > model.context_window) {
         return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
       }
-      // Prompt and answer share the window: a cap past what the prompt leaves is lowered to it.
-      if (request.max_tokens !== undefined) request.max_tokens = Math.min(request.max_tokens, model.context_window - promptTokens);
+      // Prompt and answer share the window: a cap past what the prompt leaves is lowered to it,
+      // the one a provider applies when none is given included (Anthropic requires one).
+      const cap = request.max_tokens ?? (model.provider === 'anthropic' ? anthropicMaxTokens(request) : undefined);
+      if (cap !== undefined && promptTokens + cap > model.context_window) request.max_tokens = model.context_window - promptTokens;
       let turn: Assembled;
       const started = Date.now();
       try {

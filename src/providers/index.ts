@@ -47,6 +47,7 @@ import type { CallOptions, ProviderAdapter, StreamPart, UnifiedRequest, UnifiedR
 export * from './types';
 export * from './errors';
 export { findModel, listModels, computeCreditsNano, CATALOG_MAX_OUTPUT_TOKENS, type ModelRecord } from './catalog';
+export { anthropicMaxTokens } from './anthropic/request';
 
 export interface ProviderRegistry {
   generate(request: UnifiedRequest, options?: CallOptions): Promise<UnifiedResult>;

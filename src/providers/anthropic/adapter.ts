@@ -18,7 +18,10 @@ export interface AnthropicSettings extends Omit<TransportSettings, 'provider'> {
  */
 export function isAnthropicContextOverflow(status: number, body: string): boolean {
   const parsed = parseJsonBody(body) as { error?: { type?: unknown; message?: unknown } } | undefined;
-  return status === 400 && parsed?.error?.type === 'invalid_request_error' && String(parsed.error.message ?? '').startsWith('prompt is too long');
+  // "prompt is too long: ...", or "input length and `max_tokens` exceed context limit: ..."
+  // (prompt and answer room together past the window): both are the context window's limit.
+  const message = String(parsed?.error?.message ?? '');
+  return status === 400 && parsed?.error?.type === 'invalid_request_error' && (message.startsWith('prompt is too long') || message.includes('exceed context limit'));
 }
 
 export function createAnthropicAdapter(settings: AnthropicSettings): ProviderAdapter {

@@ -3,17 +3,23 @@ import { documentAsText, type AssistantPart, type DocumentPart, type UnifiedRequ
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
+/**
+ * The `max_tokens` Anthropic gets (it requires one): the request's, else the default room for
+ * the answer, plus the thinking budget when thinking is on (the budget counts against it).
+ */
+export function anthropicMaxTokens(request: UnifiedRequest): number {
+  if (request.max_tokens !== undefined) return request.max_tokens;
+  const thinking = thinkingFor(request);
+  const answer = ANTHROPIC_DEFAULT_MAX_TOKENS + (thinking?.type === 'enabled' ? thinking.budget_tokens : 0);
+  return Math.min(request.model.max_output_tokens, answer);
+}
+
 /** Unified → Anthropic messages request body. */
 export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Record<string, unknown> {
   const thinking = thinkingFor(request);
-  let maxTokens = request.max_tokens ?? Math.min(ANTHROPIC_DEFAULT_MAX_TOKENS, request.model.max_output_tokens);
-  if (thinking?.type === 'enabled' && request.max_tokens === undefined) {
-    // The budget counts against max_tokens: leave the default room for the answer itself.
-    maxTokens = Math.min(request.model.max_output_tokens, thinking.budget_tokens + ANTHROPIC_DEFAULT_MAX_TOKENS);
-  }
   const body: Record<string, unknown> = {
     model: request.model.name,
-    max_tokens: maxTokens,
+    max_tokens: anthropicMaxTokens(request),
     messages: mergeRoles(request.messages.map((message) => ({
       role: message.role,
       content: message.role === 'user' ? message.content.flatMap(userBlock) : message.content.flatMap(assistantBlock),

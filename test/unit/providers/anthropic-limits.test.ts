@@ -1,0 +1,30 @@
+import { findModel } from '../../../src/providers/catalog';
+import { isAnthropicContextOverflow } from '../../../src/providers/anthropic/adapter';
+import { anthropicMaxTokens, toAnthropicRequest } from '../../../src/providers/anthropic/request';
+import { THINKING_BUDGETS } from '../../../src/providers/reasoning';
+import type { UnifiedRequest } from '../../../src/providers/types';
+
+const model = findModel('anthropic/claude-haiku-4-5')!;
+const request = (extra: Partial<UnifiedRequest> = {}): UnifiedRequest => ({ model, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], ...extra });
+
+describe('anthropicMaxTokens: what the request body carries', () => {
+  test('the given cap, else 8192, plus the thinking budget when thinking is on', () => {
+    expect(anthropicMaxTokens(request({ max_tokens: 300 }))).toBe(300);
+    expect(anthropicMaxTokens(request())).toBe(8192);
+    expect(anthropicMaxTokens(request({ reasoning_effort: 'high' }))).toBe(8192 + THINKING_BUDGETS.high!);
+    expect(anthropicMaxTokens(request({ model: findModel('anthropic/claude-3-5-haiku-latest')! }))).toBe(8192);
+    for (const extra of [{}, { max_tokens: 300 }, { reasoning_effort: 'low' }]) {
+      expect(toAnthropicRequest(request(extra), false).max_tokens).toBe(anthropicMaxTokens(request(extra)));
+    }
+  });
+});
+
+describe('isAnthropicContextOverflow', () => {
+  const body = (message: string) => JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } });
+  test('a prompt too long, and a prompt with its answer room past the window, are the window limit', () => {
+    expect(isAnthropicContextOverflow(400, body('prompt is too long: 210000 tokens > 200000 maximum'))).toBe(true);
+    expect(isAnthropicContextOverflow(400, body('input length and `max_tokens` exceed context limit: 195000 + 8192 > 200000, decrease input length or `max_tokens` and try again'))).toBe(true);
+    expect(isAnthropicContextOverflow(400, body('messages: at least one message is required'))).toBe(false);
+    expect(isAnthropicContextOverflow(529, body('prompt is too long'))).toBe(false);
+  });
+});
