@@ -11,24 +11,28 @@ export interface SseProtocol {
   trailer?: string;
 }
 
+/** How long the 200 waits for the stream's first part (a thinking model may send nothing for long). */
+const FIRST_PART_WAIT_MS = 1_000;
+
 /**
- * A provider stream once its first part is in. A stream that fails before that part (the
- * upstream answered 200, then sent nothing readable) throws the failure instead: no byte has
- * gone to the client yet, so it gets the same error status a non-streaming call would, and
- * nothing is billed. The returned stream yields every part, the first included.
+ * A provider stream, once its first part is in or FIRST_PART_WAIT_MS have passed. A stream that
+ * fails with its first part (the upstream answered 200, then sent nothing readable) throws the
+ * failure instead: no byte has gone to the client yet, so it gets the same error status a
+ * non-streaming call would, and nothing is billed. The returned stream yields every part.
  */
 export async function startedStream(parts: AsyncIterable<StreamPart>): Promise<AsyncIterable<StreamPart>> {
   const iterator = parts[Symbol.asyncIterator]();
-  const first = await iterator.next();
-  if (!first.done && first.value.type === 'error') {
+  const pending = iterator.next();
+  let timer: NodeJS.Timeout | undefined;
+  const first = await Promise.race([pending, new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), FIRST_PART_WAIT_MS)))]);
+  clearTimeout(timer);
+  if (first && !first.done && first.value.type === 'error') {
     await iterator.return?.();
     throw first.value.error;
   }
   return (async function* () {
     try {
-      if (first.done) return;
-      yield first.value;
-      for (let next = await iterator.next(); !next.done; next = await iterator.next()) yield next.value;
+      for (let next = first ?? (await pending); !next.done; next = await iterator.next()) yield next.value;
     } finally {
       // Leaving early (the client went away) cancels the upstream request.
       await iterator.return?.();
