@@ -84,3 +84,9 @@ function closingAfterResponse(exchange: Exchange, tooLarge: () => Error): Error 
 export function continueWhenBodyIsRead(server: Server): void {
   server.on('checkContinue', (request, response) => server.emit('request', request, response));
 }
+
+/** The body's Content-Encoding when it is compressed (bodies are read as sent), else undefined. */
+export function encodedWith(req: IncomingMessage): string | undefined {
+  const encoding = (req.headers['content-encoding'] ?? '').trim();
+  return encoding !== '' && encoding.toLowerCase() !== 'identity' ? encoding : undefined;
+}

@@ -1,5 +1,5 @@
 import { badRequest, payloadTooLarge, unsupportedEncoding, unsupportedMediaType } from '../errors';
-import { readBodyUpTo, refuseDeclaredOversize } from '../../read-body';
+import { encodedWith, readBodyUpTo, refuseDeclaredOversize } from '../../read-body';
 import { JsonTextError, parseJsonText } from '../../json-text';
 import type { AppContext, Middleware } from '../types';
 
@@ -36,6 +36,6 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean; acce
 
 /** A body sent compressed (`Content-Encoding: gzip`) is refused with 415 rather than misread. */
 export function refuseEncodedBody(ctx: AppContext): void {
-  const encoding = ctx.get('content-encoding').trim();
-  if (encoding !== '' && encoding.toLowerCase() !== 'identity') throw unsupportedEncoding(encoding);
+  const encoding = encodedWith(ctx.req);
+  if (encoding) throw unsupportedEncoding(encoding);
 }

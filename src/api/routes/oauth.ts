@@ -20,7 +20,7 @@ import { newId } from '../../store/ids';
 import { findOAuthClient, insertOAuthAccessToken, insertOAuthClient, type OAuthClientRow } from '../../store/oauth';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
-import { readBodyUpTo } from '../../read-body';
+import { encodedWith, readBodyUpTo } from '../../read-body';
 import { JsonTextError, parseJsonText } from '../../json-text';
 
 /**
@@ -152,6 +152,8 @@ async function initialAccessToken(deps: Deps, header: string) {
 
 async function readBody(ctx: AppContext): Promise<string> {
   const tooLarge = () => new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
+  const encoding = encodedWith(ctx.req);
+  if (encoding) throw new OAuthError(415, 'invalid_request', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
   return (await readBodyUpTo(ctx, OAUTH_BODY_LIMIT_BYTES, tooLarge)).toString('utf8');
 }
 

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -140,6 +141,12 @@ describe('GET /v1/sites', () => {
     expect(far.status).toBe(200);
     expect((await json(far)).results).toEqual([]);
     expect((await call('GET', '/v1/sites?account_id=x')).status).toBe(400);
+  });
+
+  test('a compressed body: 415 naming Content-Encoding', async () => {
+    const response = await call('POST', `/v1/accounts/${accountId}/apps`, gzipSync(JSON.stringify({ name: 'zipped' })), { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+    expect(response.status).toBe(415);
+    expect((await json(response)).errors[0]).toMatchObject({ resource: 'request', field: 'Content-Encoding', type: 'invalid_value' });
   });
 
   test('query errors name the parameter, an unknown one included', async () => {

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
 import { createTenant, json, type Tenant } from '../../support/factories';
@@ -145,6 +146,18 @@ describe('registration endpoint errors (RFC 7591 §3.2.2)', () => {
     const error = await json(response);
     expect(error.error).toBe('invalid_client_metadata');
     expect(error.error_description).toMatch(message);
+  });
+
+  test('a compressed body is refused (415), on registration and on the token endpoint', async () => {
+    const gzipped = await fetch(`${api.url}/oauth/register`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${idpToken}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify({ client_name: 'x' })),
+    });
+    expect(gzipped.status).toBe(415);
+    expect(await json(gzipped)).toEqual({ error: 'invalid_request', error_description: "Content-Encoding 'gzip' is not supported; send the body uncompressed" });
+    const token = await fetch(`${api.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'br' }, body: 'grant_type=client_credentials' });
+    expect(token.status).toBe(415);
   });
 
   test('a user of several accounts must name one', async () => {
