@@ -13,7 +13,11 @@ export const MAX_STOP_SEQUENCES = 4;
 const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
 const ImageUrlPart = z.strictObject({
   type: z.literal('image_url'),
-  image_url: z.strictObject({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
+  // What a provider can read: a link it fetches, or the image inline.
+  image_url: z.strictObject({
+    url: z.string().regex(/^(https?:\/\/\S+|data:image\/[\w.+-]+;base64,)/i, 'must be an http(s) URL or a data:image/...;base64, URL'),
+    detail: z.enum(['auto', 'low', 'high']).optional(),
+  }),
 });
 // OpenAI's document part. Only inline data: `file_id` names a file of OpenAI's Files API, which
 // the gateway does not offer (and other providers could not read).

@@ -148,6 +148,8 @@ describe('validation', () => {
     ['an unknown field', { ...base, frequency_penalty: 1 }, undefined],
     ['tool_choice without tools', { ...base, tool_choice: 'required' }, 'tool_choice'],
     ['an image to a model without vision', { ...base, model: 'openai/gpt-4', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is it?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }] }, 'messages.0.content.1'],
+    ['an image URL of another scheme', { ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'file:///etc/passwd' } }] }] }, 'messages.0.content.0.image_url.url'],
+    ['a data: URL that is not an image', { ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:text/plain;base64,aGk=' } }] }] }, 'messages.0.content.0.image_url.url'],
     ['a file by file_id (no Files API here)', { ...base, messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] }, 'file_id'],
     ['file_data that is not a base64 data: URL', { ...base, messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'JVBERi0x', filename: 'a.pdf' } }] }] }, 'file_data'],
   ])('%s → 400', async (_name, body, param) => {
