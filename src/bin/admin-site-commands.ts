@@ -1,6 +1,6 @@
 import type { AdminExtension } from './admin-extensions';
 import { hashPassword, INSTALL_ENVIRONMENTS, UuidSchema } from '../domain/platform';
-import { connectSiteUser, disconnectSiteUser, setSiteStatus } from '../store/sites';
+import { connectSiteUser, disconnectSiteUser, setAsyncExecution, setSiteStatus } from '../store/sites';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../store/platform';
 
 /** Admin commands for registered sites and the platform API (console actions the spec does not show). */
@@ -30,6 +30,17 @@ export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
   siteStatus('active'),
   siteStatus('revoked'),
   siteStatus('suspended'),
+  {
+    command: 'site async-execution',
+    usage: 'site async-execution --id SITE_ID --enabled true|false   (off: events are stored, no agent runs; on again: waiting messages run)',
+    async run(db, flags) {
+      const id = need(flags, 'id');
+      const enabled = need(flags, 'enabled');
+      if (enabled !== 'true' && enabled !== 'false') throw new Error('--enabled must be true or false');
+      if (!(await setAsyncExecution(db, id, enabled === 'true'))) throw new Error(`no site with id ${id}`);
+      return { site_id: id, async_execution_enabled: enabled === 'true' };
+    },
+  },
   {
     command: 'site connect-user',
     usage: 'site connect-user --id SITE_ID --subject IDP_SUBJECT [--name CMS_USER]   (records a CMS account connection)',

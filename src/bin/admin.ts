@@ -45,12 +45,16 @@ async function main(): Promise<void> {
     allowPositionals: true,
     strict: false,
     options: Object.fromEntries(
-      ['name', 'account', 'project', 'preset', 'scopes', 'type', 'owner-subject', 'id', 'credits', 'client-id', 'subject', 'password', 'username'].map(
+      ['name', 'account', 'project', 'preset', 'scopes', 'type', 'owner-subject', 'id', 'credits', 'client-id', 'subject', 'password', 'username', 'enabled'].map(
         (name) => [name, { type: 'string' as const }],
       ),
     ),
   });
   const flags = values as Flags;
+  if (positionals.length === 0 || positionals[0] === 'help' || flags.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const command = positionals.slice(0, 2).join(' ');
   const config = loadConfig();
   const db = createPool(config.DATABASE_URL, 2);

@@ -92,6 +92,12 @@ export async function setSiteStatus(db: Queryable, siteId: string, status: SiteS
   return rowCount === 1;
 }
 
+/** The per-site switch "asynchronous execution enabled" (the console's; the spec shows no API for it). */
+export async function setAsyncExecution(db: Queryable, siteId: string, enabled: boolean): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE sites SET async_execution_enabled = $2, updated_at = now() WHERE site_id = $1', [siteId, enabled]);
+  return rowCount === 1;
+}
+
 /** Sites of one project with one status, oldest first (MCP list_account_sites). */
 export async function listProjectSites(db: Queryable, projectId: string, status: SiteStatus): Promise<SiteRow[]> {
   const { rows } = await db.query<SiteRow>(

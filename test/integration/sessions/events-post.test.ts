@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startApi, type TestApi } from '../../support/harness';
+import { testConfig } from '../../support/config';
 import { createServiceToken, createTenant } from '../../support/factories';
 import { newId } from '../../../src/store/ids';
 import { apiClient, createAgent, createSession, setRunState, tenantWithAgent, toolResult, userMessage, type ApiClient } from './support';
@@ -283,10 +286,11 @@ describe('credits, signal failure, the site switch', () => {
   test('a site with asynchronous execution disabled: events are stored and echoed, no run starts, no signal', async () => {
     const { tenant, agent } = await tenantWithAgent(api);
     const clientId = newId('client');
+    const siteId = newId('site');
     await api.deps.db.query(
       `INSERT INTO sites (site_id, client_id, account_id, project_id, site_url, site_url_key, display_name, hmac_secret_encrypted, async_execution_enabled)
        VALUES ($1, $2, $3, $4, $5, $5, 'test', 'unused', false)`,
-      [newId('site'), clientId, tenant.accountId, tenant.projectId, `https://${clientId}.example`],
+      [siteId, clientId, tenant.accountId, tenant.projectId, `https://${clientId}.example`],
     );
     const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId, clientId));
     const session = await createSession(site, agent.id);
@@ -297,7 +301,11 @@ describe('credits, signal failure, the site switch', () => {
     expect(await runState(session.id)).toMatchObject({ status: 'idle', active_run_id: null });
     expect(await signalsSent(api, session.id)).toEqual([]);
 
-    await api.deps.db.query('UPDATE sites SET async_execution_enabled = true WHERE client_id = $1', [clientId]);
+    // The console switches it back on (admin CLI).
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/bin/admin.ts', 'site', 'async-execution', '--id', siteId, '--enabled', 'true'], {
+      env: { ...process.env, DATABASE_URL: testConfig().DATABASE_URL },
+    });
+    expect(JSON.parse(stdout)).toEqual({ site_id: siteId, async_execution_enabled: true });
     expect((await post(site, session.id, [userMessage()])).status).toBe(200);
     expect((await runState(session.id)).status).toBe('running');
     expect(await signalsSent(api, session.id)).toHaveLength(1);
