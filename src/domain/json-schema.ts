@@ -53,20 +53,18 @@ function compileOnce(ajv: Ajv, schema: AnySchema): void {
   }
 }
 
+/** A tool's input schema, checked by jsonSchemaError with these options. */
+const toolInputSchema = (options: { compile: boolean }) =>
+  z
+    .unknown()
+    .superRefine((value, ctx) => {
+      const error = jsonSchemaError(value, options);
+      if (error) ctx.addIssue({ code: 'custom', message: error });
+    })
+    .transform((value) => value as Record<string, unknown>);
+
 /** An agent tool's input schema: the gateway validates tool inputs against it, so it must compile. */
-export const AgentToolInputSchema = z
-  .unknown()
-  .superRefine((value, ctx) => {
-    const error = jsonSchemaError(value, { compile: true });
-    if (error) ctx.addIssue({ code: 'custom', message: error });
-  })
-  .transform((value) => value as Record<string, unknown>);
+export const AgentToolInputSchema = toolInputSchema({ compile: true });
 
 /** A tool's input schema on the gateway routes (chat completions' `parameters`, messages' `input_schema`): checked, passed on. */
-export const ToolInputSchema = z
-  .unknown()
-  .superRefine((value, ctx) => {
-    const error = jsonSchemaError(value, { compile: false });
-    if (error) ctx.addIssue({ code: 'custom', message: error });
-  })
-  .transform((value) => value as Record<string, unknown>);
+export const ToolInputSchema = toolInputSchema({ compile: false });
