@@ -35,10 +35,16 @@ const FilePart = z.strictObject({
 const UserContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPart, ImageUrlPart, FilePart])).min(1)]);
 const TextContent = z.union([z.string(), z.array(TextPart)]);
 
+// Fields of a returned assistant message that a request has no use for: OpenAI's
+// `annotations`, and `parsed` / `parsed_arguments` that the openai SDK's helpers
+// (stream().finalMessage(), parse()) add. Callers send such messages back on the next turn:
+// taken and dropped (they repeat what content and arguments hold), never forwarded.
+const returnedOnly = z.unknown().optional().transform(() => undefined);
+
 export const ChatToolCall = z.strictObject({
   id: z.string().min(1),
   type: z.literal('function'),
-  function: z.strictObject({ name: z.string().regex(TOOL_NAME_PATTERN), arguments: z.string() }),
+  function: z.strictObject({ name: z.string().regex(TOOL_NAME_PATTERN), arguments: z.string(), parsed_arguments: returnedOnly }),
 });
 
 export const ChatMessage = z.discriminatedUnion('role', [
@@ -52,6 +58,8 @@ export const ChatMessage = z.discriminatedUnion('role', [
     reasoning_content: z.string().nullish(),
     refusal: z.string().nullish(),
     name: z.string().optional(),
+    parsed: returnedOnly,
+    annotations: returnedOnly,
   }),
   z.strictObject({ role: z.literal('tool'), content: TextContent, tool_call_id: z.string().min(1) }),
 ]);

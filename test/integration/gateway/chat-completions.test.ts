@@ -26,6 +26,30 @@ const weatherTool = {
 };
 
 describe('the official openai client against the gateway', () => {
+  test("messages the client's helpers return can be sent back on the next turn", async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: '[[tool:lookup {"q":"x"}]] look it up' }];
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'lookup', strict: true, parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false } } },
+    ];
+    // stream().finalMessage() adds `parsed: null`; parse() adds `parsed_arguments` to tool calls.
+    const streamed = await client.chat.completions.stream({ model: 'openai/gpt-4o-mini', messages, tools }).finalMessage();
+    expect(streamed).toHaveProperty('parsed');
+    const parsed = (await client.chat.completions.parse({ model: 'openai/gpt-4o-mini', messages, tools })).choices[0]!.message;
+    expect(parsed.tool_calls![0]!.function).toHaveProperty('parsed_arguments');
+    for (const assistant of [streamed, { ...parsed, annotations: [] }]) {
+      const call = assistant.tool_calls![0]!;
+      const next = await client.chat.completions.create({
+        model: 'openai/gpt-4o-mini',
+        tools,
+        messages: [...messages, assistant as OpenAI.ChatCompletionMessageParam, { role: 'tool', tool_call_id: call.id, content: 'found' }],
+      });
+      expect(next.choices[0]!.finish_reason).toBe('stop');
+      const sent = env.sim.requests.at(-1)!.body as { messages: Array<Record<string, unknown>> };
+      expect(sent.messages[1]).not.toHaveProperty('parsed');
+      expect(sent.messages[1]).not.toHaveProperty('annotations');
+    }
+  });
+
   test.each(['openai/gpt-4o-mini', 'anthropic/claude-sonnet-4-5', 'google/gemini-2.5-flash'])('plain completion on %s', async (model) => {
     const completion = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Hello gateway' }] });
     expect(completion.object).toBe('chat.completion');
