@@ -26,7 +26,8 @@ export const ToolUseBlock = z.looseObject({
 export const ToolResultBlock = z.looseObject({
   type: z.literal('tool_result'),
   tool_use_id: z.string().min(1),
-  content: z.union([z.string(), z.array(z.union([TextBlock, ImageBlock]))]).optional(),
+  // Text and images, and Anthropic's other kinds (document, search_result) forwarded as sent.
+  content: z.union([z.string(), z.array(z.union([TextBlock, ImageBlock, z.lazy(() => OtherBlock)]))]).optional(),
   is_error: z.boolean().optional(),
   cache_control: CacheControl.nullish(),
 });

@@ -42,7 +42,8 @@ export interface ToolCallPart {
 export interface ToolResultPart {
   type: 'tool-result';
   tool_use_id: string;
-  content: string | Array<TextPart | ImagePart>;
+  /** Provider-raw parts: blocks of the provider's own kinds (Anthropic documents, search results) forwarded as sent. */
+  content: string | Array<TextPart | ImagePart | ProviderRawPart>;
   is_error?: boolean;
   cache_control?: CacheControl;
 }

@@ -82,7 +82,7 @@ function userBlock(part: UserPart): Record<string, unknown>[] {
             content:
               typeof part.content === 'string'
                 ? part.content
-                : part.content.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : { type: 'image', source: imageSource(p.source) })),
+                : part.content.map((p) => (p.type === 'text' ? { type: 'text', text: p.text } : p.type === 'image' ? { type: 'image', source: imageSource(p.source) } : p.block)),
             ...(part.is_error ? { is_error: true } : {}),
           },
           part,

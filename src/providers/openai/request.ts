@@ -74,7 +74,7 @@ function convertMessage(message: UnifiedMessage): Record<string, unknown>[] {
     // Tool results must directly follow the assistant turn that made the calls.
     for (const part of message.content) {
       if (part.type === 'tool-result') {
-        const content = typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '[image]')).join('\n');
+        const content = typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : p.type === 'image' ? '[image]' : '')).join('\n');
         out.push({ role: 'tool', tool_call_id: part.tool_use_id, content });
       } else if (part.type === 'text' || part.type === 'image' || part.type === 'document') rest.push(part);
     }

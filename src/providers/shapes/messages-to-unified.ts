@@ -31,7 +31,13 @@ function userPart(block: ContentBlock): UserPart {
             ? ''
             : typeof content === 'string'
               ? content
-              : content.map((p) => (p.type === 'text' ? { type: 'text' as const, text: String(p.text) } : { type: 'image' as const, source: imageSource(p.source!) })),
+              : content.map((p) =>
+                  p.type === 'text'
+                    ? { type: 'text' as const, text: String(p.text) }
+                    : p.type === 'image'
+                      ? { type: 'image' as const, source: imageSource(p.source!) }
+                      : { type: 'provider-raw' as const, provider: 'anthropic' as const, block: p as Record<string, unknown> },
+                ),
         ...(block.is_error ? { is_error: true } : {}),
         ...cache(block),
       };

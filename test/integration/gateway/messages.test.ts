@@ -188,6 +188,27 @@ test('a stream that fails before its first event is a 502 in the native envelope
   expect(await json(response)).toMatchObject({ type: 'error', error: { type: 'api_error' } });
 });
 
+test('tool results may hold documents and search results (forwarded as sent, and moderated)', async () => {
+  const turn = (inner: Record<string, unknown>) => ({
+    model: 'claude-haiku-4-5',
+    max_tokens: 50,
+    tools: [{ name: 'f', input_schema: { type: 'object' } }],
+    messages: [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'f', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: [inner] }] },
+    ],
+  });
+  const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'the result' }, title: 'r' };
+  const ok = await post(turn(document));
+  expect(ok.status).toBe(200);
+  const sent = env.sim.requests.at(-1)!.body as { messages: Array<{ content: Array<{ content?: unknown }> }> };
+  expect(sent.messages[2]!.content[0]!.content).toEqual([document]);
+  const search = { type: 'search_result', source: 'https://example.com', title: 'x', content: [{ type: 'text', text: 'found' }] };
+  expect((await post(turn(search))).status).toBe(200);
+  expect((await post(turn({ ...search, content: [{ type: 'text', text: 'the forbidden-word' }] }))).status).toBe(403);
+});
+
 describe('moderation', () => {
   test('text inside blocks forwarded as sent (a text document, a search result) is moderated too; nothing goes upstream', async () => {
     const blocks = [

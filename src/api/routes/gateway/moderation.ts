@@ -34,7 +34,15 @@ export function moderatedTexts(request: UnifiedRequest): string[] {
   for (const message of request.messages) {
     for (const part of message.content) {
       if (part.type === 'text') texts.push(part.text);
-      else if (part.type === 'tool-result') texts.push(typeof part.content === 'string' ? part.content : part.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n'));
+      else if (part.type === 'tool-result') {
+        if (typeof part.content === 'string') texts.push(part.content);
+        else {
+          for (const p of part.content) {
+            if (p.type === 'text') texts.push(p.text);
+            else if (p.type === 'provider-raw') rawTexts(p.block, texts);
+          }
+        }
+      }
       else if (part.type === 'tool-call') rawTexts(part.input, texts);
       else if (part.type === 'document') rawTexts({ title: part.title, context: part.context, source: part.source }, texts);
       else if (part.type === 'provider-raw') rawTexts(part.block, texts);
