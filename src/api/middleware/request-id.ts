@@ -16,6 +16,8 @@ export function requestId(logger: Logger): Middleware {
     ctx.state.requestId = id;
     ctx.state.log = logger.child({ request_id: id });
     ctx.set('X-Request-ID', id);
+    // The same id under the name the Anthropic SDK reads (its `requestID`).
+    ctx.set('request-id', id);
     await next();
   };
 }

@@ -16,14 +16,19 @@ export function anthropicMaxTokens(request: UnifiedRequest): number {
 
 /** Unified → Anthropic messages request body. */
 export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Record<string, unknown> {
-  const thinking = thinkingFor(request);
+  const messages = mergeRoles(request.messages.map((message) => ({
+    role: message.role,
+    content: message.role === 'user' ? message.content.flatMap(userBlock) : message.content.flatMap(assistantBlock),
+  })));
+  // With thinking on, Anthropic requires the assistant turn of a tool loop in progress to start
+  // with its signed thinking block. A client of the chat shape has no way to send it back, so
+  // thinking asked for by a reasoning effort is left off for such a request (explicit thinking
+  // is forwarded as asked).
+  const thinking = request.thinking?.type !== 'enabled' && toolLoopWithoutThinking(messages) ? undefined : thinkingFor(request);
   const body: Record<string, unknown> = {
     model: request.model.name,
     max_tokens: anthropicMaxTokens(request),
-    messages: mergeRoles(request.messages.map((message) => ({
-      role: message.role,
-      content: message.role === 'user' ? message.content.flatMap(userBlock) : message.content.flatMap(assistantBlock),
-    }))),
+    messages,
   };
   if (request.system && request.system.length > 0) {
     body.system = request.system.map((part) => ({ type: 'text', text: part.text, ...(part.cache_control ? { cache_control: part.cache_control } : {}) }));
@@ -41,6 +46,15 @@ export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Re
   if (request.provider_options) for (const [key, value] of Object.entries(request.provider_options)) if (!(key in body)) body[key] = value;
   if (stream) body.stream = true;
   return body;
+}
+
+/** The conversation ends with tool results for an assistant turn that holds no thinking block. */
+function toolLoopWithoutThinking(messages: Array<{ role: string; content: Array<Record<string, unknown>> }>): boolean {
+  const last = messages.at(-1);
+  const assistant = messages.at(-2);
+  if (!last || !assistant || last.role !== 'user' || assistant.role !== 'assistant') return false;
+  if (!last.content.some((block) => block.type === 'tool_result')) return false;
+  return !assistant.content.some((block) => block.type === 'thinking' || block.type === 'redacted_thinking');
 }
 
 function thinkingFor(request: UnifiedRequest): { type: 'enabled'; budget_tokens: number } | { type: 'disabled' } | undefined {

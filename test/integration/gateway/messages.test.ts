@@ -21,6 +21,15 @@ const post = (body: unknown, headers: Record<string, string> = {}) =>
 const weatherTool = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } };
 
 describe('the official anthropic client against the gateway', () => {
+  test("the client's request id is the gateway's, on answers and on errors", async () => {
+    const { data, response, request_id } = await client.messages.create({ model: 'claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    expect(data.type).toBe('message');
+    expect(request_id).toBe(response.headers.get('x-request-id'));
+    const failure = await client.messages.create({ model: 'claude-haiku-4-5', max_tokens: 0, messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(Anthropic.APIError);
+    expect((failure as InstanceType<typeof Anthropic.APIError>).requestID).toEqual(expect.stringMatching(/^[0-9a-f-]{32,36}$/));
+  });
+
   test('plain message, bare and prefixed model names', async () => {
     for (const model of ['claude-sonnet-4-5', 'anthropic/claude-sonnet-4-5']) {
       const message = await client.messages.create({ model, max_tokens: 100, messages: [{ role: 'user', content: 'Hello native' }] });

@@ -28,3 +28,22 @@ describe('isAnthropicContextOverflow', () => {
     expect(isAnthropicContextOverflow(529, body('prompt is too long'))).toBe(false);
   });
 });
+
+describe('thinking in a tool loop', () => {
+  const loop = (assistant: UnifiedRequest['messages'][number]['content']): UnifiedRequest['messages'] => [
+    { role: 'user', content: [{ type: 'text', text: 'look it up' }] },
+    { role: 'assistant', content: assistant } as UnifiedRequest['messages'][number],
+    { role: 'user', content: [{ type: 'tool-result', tool_use_id: 'toolu_1', content: 'found' }] },
+  ];
+  const call = { type: 'tool-call' as const, id: 'toolu_1', name: 'lookup', input: {} };
+
+  test('an effort is left off when the tool turn came back without its signed thinking (the chat shape cannot carry it)', () => {
+    expect(toAnthropicRequest(request({ reasoning_effort: 'low', messages: loop([call]) }), false)).not.toHaveProperty('thinking');
+    // Thinking that came back signed keeps thinking on; so does a conversation not in a tool loop.
+    const signed = toAnthropicRequest(request({ reasoning_effort: 'low', messages: loop([{ type: 'reasoning', text: 'hmm', signature: 'sig' }, call]) }), false);
+    expect(signed.thinking).toMatchObject({ type: 'enabled' });
+    expect(toAnthropicRequest(request({ reasoning_effort: 'low' }), false).thinking).toMatchObject({ type: 'enabled' });
+    // Explicit thinking is forwarded as asked.
+    expect(toAnthropicRequest(request({ thinking: { type: 'enabled', budget_tokens: 2048 }, messages: loop([call]) }), false).thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
+  });
+});
