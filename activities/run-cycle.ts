@@ -56,6 +56,12 @@ interface CloseInput {
   errorCode?: RunErrorCode;
   toolCalls?: Array<{ id: string; name: string }>;
   endRun: boolean;
+  /**
+   * A pause whose run has an interrupt waiting (the api accepted it while the turn's last calls
+   * ran) ends the run instead, as user_cancelled. Only for callers that then take the next run
+   * this close claims (workflow code older than this does not).
+   */
+  endIfInterrupted?: boolean;
 }
 
 const RUN_STARTING_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'];
@@ -178,15 +184,16 @@ export function createRunCycleActivities(deps: Deps) {
     // not started the run the api claimed, waits for its own run. No interrupt is consumed here:
     // one of the run being claimed is consumed by that run's close (so one whose signal was lost
     // stays visible to the reconciler until the run ends), and one sent while no run was in
-    // flight is acted on by no run, so it stays unprocessed (the spec: no other effect). A resumption takes the tool results,
-    // not a user.message: that starts its own run once this one ends.
+    // flight is acted on by no run, so it stays unprocessed (the spec: no other effect). A resumption takes the tool
+    // results only: a user.message starts its own run once this one ends, and a system.message sent while the run was
+    // in flight waits for that next run (the run in flight does not see it).
     await client.query({
-      name: 'claim_write_v4',
+      name: 'claim_write_v5',
       text: `WITH consumed AS (
          UPDATE session_events SET processed_at = clock_timestamp(), run_id = COALESCE(run_id, $2)
           WHERE session_id = $1 AND processed_at IS NULL AND type = ANY($3)
             AND type <> 'user.interrupt'
-            AND NOT (type = 'user.message' AND $4::boolean)
+            AND NOT (type IN ('user.message', 'system.message') AND $4::boolean)
             AND NOT (type IN ('user.message', 'system.message') AND run_id IS NOT NULL AND run_id <> $2)
             AND NOT (type = 'system.message' AND run_id IS NULL AND seq > COALESCE(
                   (SELECT max(seq) FROM session_events
@@ -252,7 +259,7 @@ export function createRunCycleActivities(deps: Deps) {
     // A pause keeps the run holding the session, so a retried pause close is not caught above:
     // it must find its closing event before acting on an interrupt that came after it committed.
     if (!endRun && toolCalls && (await closingEventExists(client, session.id, key))) return undefined;
-    if (endRun || toolCalls) {
+    if (endRun || (toolCalls && input.endIfInterrupted)) {
       const { rowCount } = await client.query(
         `UPDATE session_events SET processed_at = clock_timestamp()
           WHERE session_id = $1 AND processed_at IS NULL AND type = 'user.interrupt' AND run_id = $2`,
@@ -387,16 +394,23 @@ export function createRunCycleActivities(deps: Deps) {
      * and returns the same claim.
      */
     async finishRunCycle(input: CloseInput & {
-      /** Given when a run ends: also claim what the log holds next (saves the workflow a step). */
+      /**
+       * Given when a run ends: also claim what the log holds next (saves the workflow a step).
+       * Given with a pause: the pause ends the run if an interrupt is waiting, then claims the
+       * same way; a pause that holds answers undefined.
+       */
       claimCycleKey?: string;
       execution?: string;
     }): Promise<RunCycle | undefined> {
       return withTransaction(deps.db, async (client) => {
-        const closed = await closeCycle(client, input);
+        const pause = input.toolCalls !== undefined && !input.endRun;
+        const closed = await closeCycle(client, { ...input, endIfInterrupted: pause && input.claimCycleKey !== undefined });
+        if (!input.claimCycleKey) return undefined;
+        const session = closed ?? (pause ? await lockSessionWithAgent(client, input.sessionId) : undefined);
+        // A pause that holds (or the retry of one): nothing ended, nothing to claim.
+        if (pause && session && session.active_run_id === input.runId) return undefined;
         // The run just closed: the execution holds none while it claims the next.
-        return input.claimCycleKey
-          ? claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey, holding: null, execution: input.execution }, closed)
-          : undefined;
+        return claimCycle(client, { sessionId: input.sessionId, cycleKey: input.claimCycleKey, holding: null, execution: input.execution }, session);
       });
     },
   };

@@ -67,6 +67,9 @@ const EARLY_INTERRUPT_PATCH = 'early-interrupt';
 // ended the paused run: an operator reset the workflow to inside the pause). Such a claim used
 // to be dropped, leaving that run claimed and never executed.
 const PAUSE_SUPERSEDED_PATCH = 'pause-superseded';
+// Histories recorded before a pause's close could end its run (an interrupt the api accepted
+// while the turn's last calls ran) and claim the next one, as a run's end does.
+const PAUSE_ENDS_ON_INTERRUPT_PATCH = 'pause-ends-on-interrupt';
 const bookkeepingActivities = {
   startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
     (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
@@ -224,8 +227,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       contextTokens = result.contextTokens;
       const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) => {
         // A run's end also claims the next run in the same activity, unless the workflow is
-        // being cancelled (which starts nothing new).
-        const claimCycleKey = !extra.toolCalls && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled ? uuid4() : undefined;
+        // being cancelled (which starts nothing new); so does a pause that ends its run.
+        const claims = (!extra.toolCalls || patched(PAUSE_ENDS_ON_INTERRUPT_PATCH)) && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled;
+        const claimCycleKey = claims ? uuid4() : undefined;
         return bookkeeping.finishRunCycle({
           sessionId,
           runId: cycle.runId,
@@ -242,7 +246,13 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
         next = await close(result.end.kind === 'stop' ? { stopReason: result.end.stopReason } : { errorCode: result.end.code });
         break;
       }
-      await close({ stopReason: 'client_tool_use' }, { toolCalls: result.end.toolCalls });
+      const ended = await close({ stopReason: 'client_tool_use' }, { toolCalls: result.end.toolCalls });
+      if (ended !== undefined) {
+        // An interrupt was waiting: the close ended the run instead of pausing it, and claimed
+        // what goes next.
+        next = ended;
+        break;
+      }
       setStatus('idle');
       setCurrentDetails(`Run ${cycle.runId}: paused, waiting for client tool results (${result.end.toolCalls.map((call) => call.name).join(', ')})`);
       // Paused: wait for every pending result, an interrupt, or give up.

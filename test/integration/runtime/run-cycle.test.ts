@@ -125,29 +125,52 @@ test('a pause closing after its run was interrupted ends the run user_cancelled,
     await appendEvents(client, sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
   });
 
-  const pause = { sessionId, runId: run.runId, cycleKey: 'p1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_1', name: 'lookup' }], endRun: false };
-  expect(await activities.finishRunCycle(pause)).toBeUndefined();
-  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.interrupt', 'user.tool_result', 'session.status_idle']);
+  // A message queued behind the run: the close that ends the run claims it at once, so no
+  // moment passes in which no run holds the session (an interrupt then would find none).
+  await withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type: 'user.message', content: text('queued'), run_id: 'run_queued' }]);
+  });
+
+  const pause = { sessionId, runId: run.runId, cycleKey: 'p1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_1', name: 'lookup' }], endRun: false, claimCycleKey: 'p1-next', execution: 'exec-A' };
+  const next = await activities.finishRunCycle(pause);
+  expect(next).toMatchObject({ kind: 'start', runId: 'run_queued', cycleKey: 'p1-next' });
+  expect(await activities.finishRunCycle(pause)).toEqual(next); // a retry answers the same
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.interrupt', 'user.message', 'user.tool_result', 'session.status_idle', 'session.status_running']);
   const { rows: events } = await api.deps.db.query(
-    `SELECT type, attributes, content, processed_at IS NOT NULL AS processed FROM session_events WHERE session_id = $1 AND seq > 3 OR (session_id = $1 AND type = 'user.interrupt') ORDER BY seq`,
+    `SELECT type, attributes, content, processed_at IS NOT NULL AS processed FROM session_events
+      WHERE session_id = $1 AND type IN ('user.interrupt', 'user.tool_result', 'session.status_idle') ORDER BY seq`,
     [sessionId],
   );
   expect(events[0]).toMatchObject({ type: 'user.interrupt', processed: true });
   expect(events[1].content[0]).toMatchObject({ tool_use_id: 'toolu_1', is_error: true, error_code: 'cancelled' });
   expect(events[2].attributes).toEqual({ stop_reason: 'user_cancelled', context_tokens: 15 });
   const { rows } = await api.deps.db.query('SELECT status, active_run_id, pending_tool_use_ids, cancelled_tool_use_ids FROM sessions WHERE id = $1', [sessionId]);
-  expect(rows[0]).toEqual({ status: 'idle', active_run_id: null, pending_tool_use_ids: [], cancelled_tool_use_ids: ['toolu_1'] });
+  expect(rows[0]).toEqual({ status: 'running', active_run_id: 'run_queued', pending_tool_use_ids: [], cancelled_tool_use_ids: ['toolu_1'] });
+});
 
-  // The workflow, seeing the interrupt while paused, closes the run again: nothing is left to close.
-  expect(await activities.finishRunCycle({ ...pause, cycleKey: 'p2', stopReason: 'user_cancelled', toolCalls: undefined, endRun: true, usage: { ...usage, credits_nano: 0 } })).toBeUndefined();
-  expect((await types(sessionId)).filter((type) => type === 'session.status_idle')).toHaveLength(1);
+test('a pause closed by workflow code that does not take a claim back pauses as before', async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'look it up');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 'q1', holding: null, execution: 'exec-A' })) as { runId: string };
+  await withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
+  });
+  const pause = { sessionId, runId: run.runId, cycleKey: 'q1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_2', name: 'lookup' }], endRun: false };
+  expect(await activities.finishRunCycle(pause)).toBeUndefined();
+  const { rows } = await api.deps.db.query('SELECT active_run_id, pending_tool_use_ids FROM sessions WHERE id = $1', [sessionId]);
+  expect(rows[0]).toEqual({ active_run_id: run.runId, pending_tool_use_ids: ['toolu_2'] });
+  // Its interrupt close then ends the run.
+  expect(await activities.finishRunCycle({ ...pause, cycleKey: 'q2', stopReason: 'user_cancelled', toolCalls: undefined, endRun: true, claimCycleKey: 'q3' })).toEqual({ kind: 'none' });
+  expect((await types(sessionId)).filter((type) => type === 'session.status_idle')).toHaveLength(2);
 });
 
 test('a retried pause close changes nothing, even with an interrupt accepted since the first attempt', async () => {
   const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
   await userMessage(sessionId, 'look it up');
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 'r1', holding: null, execution: 'exec-A' })) as { runId: string };
-  const pause = { sessionId, runId: run.runId, cycleKey: 'r1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_9', name: 'lookup' }], endRun: false };
+  const pause = { sessionId, runId: run.runId, cycleKey: 'r1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_9', name: 'lookup' }], endRun: false, claimCycleKey: 'r1-next' };
   expect(await activities.finishRunCycle(pause)).toBeUndefined();
   await withTransaction(api.deps.db, async (client) => {
     await lockSession(client, sessionId);
@@ -163,4 +186,32 @@ test('a retried pause close changes nothing, even with an interrupt accepted sin
     [sessionId],
   );
   expect(rows[0]).toEqual({ interrupt_waiting: true, pending_tool_use_ids: ['toolu_9'], active_run_id: run.runId });
+});
+
+test("a resumption takes its tool results only: a system.message sent during the run waits for the next run", async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'look it up');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 's1', holding: null, execution: 'exec-A' })) as { runId: string };
+  // Sent while the run is in flight (no user.message with it: the api names no run for it).
+  await withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type: 'system.message', content: text('for the next run') }]);
+  });
+  await activities.finishRunCycle({ sessionId, runId: run.runId, cycleKey: 's1', usage, contextTokens: 15, stopReason: 'client_tool_use', toolCalls: [{ id: 'toolu_s', name: 'lookup' }], endRun: false, claimCycleKey: 's1-next' });
+  // The client's result, as the api records it.
+  await withTransaction(api.deps.db, async (client) => {
+    await lockSession(client, sessionId);
+    await appendEvents(client, sessionId, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: 'toolu_s', content: 'found' }], run_id: run.runId }]);
+    await client.query(`UPDATE sessions SET pending_tool_use_ids = '[]' WHERE id = $1`, [sessionId]);
+  });
+
+  expect(await activities.startRunCycle({ sessionId, cycleKey: 's2', holding: run.runId, execution: 'exec-A' })).toMatchObject({ kind: 'resume', runId: run.runId });
+  const { rows } = await api.deps.db.query(
+    `SELECT type, processed_at IS NOT NULL AS processed FROM session_events WHERE session_id = $1 AND type IN ('system.message', 'user.tool_result') ORDER BY seq`,
+    [sessionId],
+  );
+  expect(rows).toEqual([
+    { type: 'system.message', processed: false },
+    { type: 'user.tool_result', processed: true },
+  ]);
 });
