@@ -33,6 +33,7 @@ test('the recorded histories cover the representative runs', () => {
   expect(files).toEqual([
     'client-tool-resume.claim-on-close.json',
     'client-tool-resume.json',
+    'client-tool-resume.pause-ends-on-interrupt.json',
     'compaction.claim-on-close.json',
     'compaction.json',
     'interrupt-before-start.json',
@@ -63,6 +64,9 @@ test('the recorded histories cover the representative runs', () => {
       .filter((marker) => marker?.markerName === 'core_patch')
       .map((marker) => JSON.parse(Buffer.from(marker!.details!['patch-data']!.payloads![0]!.data as Uint8Array).toString()).id as string);
   expect(patches('interrupt-before-start.json')).toContain('early-interrupt');
+  // A pause's close that may end its run (an interrupt waiting) and claim the next: the pause held here.
+  expect(patches('client-tool-resume.pause-ends-on-interrupt.json')).toContain('pause-ends-on-interrupt');
+  expect(patches('client-tool-resume.claim-on-close.json')).not.toContain('pause-ends-on-interrupt');
   expect(activities('interrupt-before-start.json')).toEqual([]);
   // An interrupt the claim found in the log (its signal never came): cancelled before any model call.
   const claims = (file: string) =>
