@@ -20,11 +20,13 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
-const userMessage = (sessionId: string, words: string) =>
+/** Appends events as the api does: under the session's row lock. */
+const appendAsApi = (sessionId: string, events: Parameters<typeof appendEvents>[2]) =>
   withTransaction(api.deps.db, async (client) => {
     await lockSession(client, sessionId);
-    await appendEvents(client, sessionId, [{ type: 'user.message', content: text(words) }]);
+    await appendEvents(client, sessionId, events);
   });
+const userMessage = (sessionId: string, words: string) => appendAsApi(sessionId, [{ type: 'user.message', content: text(words) }]);
 const types = async (sessionId: string) =>
   (await api.deps.db.query<{ type: string }>('SELECT type FROM session_events WHERE session_id = $1 ORDER BY seq', [sessionId])).rows.map((row) => row.type);
 const usage = { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 1234 };
@@ -120,17 +122,11 @@ test('a pause closing after its run was interrupted ends the run user_cancelled,
   await userMessage(sessionId, 'look it up');
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 'p1', holding: null, execution: 'exec-A' })) as { runId: string };
   // The api accepted an interrupt while the turn's server tools still ran (stamped with the run).
-  await withTransaction(api.deps.db, async (client) => {
-    await lockSession(client, sessionId);
-    await appendEvents(client, sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
-  });
+  await appendAsApi(sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
 
   // A message queued behind the run: the close that ends the run claims it at once, so no
   // moment passes in which no run holds the session (an interrupt then would find none).
-  await withTransaction(api.deps.db, async (client) => {
-    await lockSession(client, sessionId);
-    await appendEvents(client, sessionId, [{ type: 'user.message', content: text('queued'), run_id: 'run_queued' }]);
-  });
+  await appendAsApi(sessionId, [{ type: 'user.message', content: text('queued'), run_id: 'run_queued' }]);
 
   const pause = { sessionId, runId: run.runId, cycleKey: 'p1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_1', name: 'lookup' }], endRun: false, claimCycleKey: 'p1-next', execution: 'exec-A' };
   const next = await activities.finishRunCycle(pause);
@@ -153,10 +149,7 @@ test('a pause closed by workflow code that does not take a claim back pauses as 
   const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
   await userMessage(sessionId, 'look it up');
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 'q1', holding: null, execution: 'exec-A' })) as { runId: string };
-  await withTransaction(api.deps.db, async (client) => {
-    await lockSession(client, sessionId);
-    await appendEvents(client, sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
-  });
+  await appendAsApi(sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
   const pause = { sessionId, runId: run.runId, cycleKey: 'q1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_2', name: 'lookup' }], endRun: false };
   expect(await activities.finishRunCycle(pause)).toBeUndefined();
   const { rows } = await api.deps.db.query('SELECT active_run_id, pending_tool_use_ids FROM sessions WHERE id = $1', [sessionId]);
@@ -172,10 +165,7 @@ test('a retried pause close changes nothing, even with an interrupt accepted sin
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 'r1', holding: null, execution: 'exec-A' })) as { runId: string };
   const pause = { sessionId, runId: run.runId, cycleKey: 'r1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_9', name: 'lookup' }], endRun: false, claimCycleKey: 'r1-next' };
   expect(await activities.finishRunCycle(pause)).toBeUndefined();
-  await withTransaction(api.deps.db, async (client) => {
-    await lockSession(client, sessionId);
-    await appendEvents(client, sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
-  });
+  await appendAsApi(sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
   const before = await types(sessionId);
 
   // The local activity ran again (its workflow task failed after the transaction committed).
@@ -193,10 +183,7 @@ test("a resumption takes its tool results only: a system.message sent during the
   await userMessage(sessionId, 'look it up');
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 's1', holding: null, execution: 'exec-A' })) as { runId: string };
   // Sent while the run is in flight (no user.message with it: the api names no run for it).
-  await withTransaction(api.deps.db, async (client) => {
-    await lockSession(client, sessionId);
-    await appendEvents(client, sessionId, [{ type: 'system.message', content: text('for the next run') }]);
-  });
+  await appendAsApi(sessionId, [{ type: 'system.message', content: text('for the next run') }]);
   await activities.finishRunCycle({ sessionId, runId: run.runId, cycleKey: 's1', usage, contextTokens: 15, stopReason: 'client_tool_use', toolCalls: [{ id: 'toolu_s', name: 'lookup' }], endRun: false, claimCycleKey: 's1-next' });
   // The client's result, as the api records it.
   await withTransaction(api.deps.db, async (client) => {
