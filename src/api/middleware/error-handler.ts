@@ -51,8 +51,10 @@ export function renderError(ctx: AppContext, error: ApiError): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
   const request_id = ctx.state.requestId;
-  // The route sets the native format; errors before it (a wrong method) go by the path.
-  if (ctx.state.errorFormat === 'anthropic' || ctx.path === '/v1/messages') {
+  // The route sets the native format; errors before it (a wrong method) go by the path, as do
+  // the provider's other messages routes the gateway does not serve (count_tokens, batches):
+  // the Anthropic SDK reads the native envelope there.
+  if (ctx.state.errorFormat === 'anthropic' || ctx.path === '/v1/messages' || ctx.path.startsWith('/v1/messages/')) {
     const type = error.type === 'content_policy_violation' ? error.type : nativeErrorType(error.status);
     ctx.body = { type: 'error', error: { type, message: error.message, request_id } };
   } else {

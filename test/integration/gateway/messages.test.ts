@@ -261,4 +261,8 @@ test('errors on /v1/messages outside the route chain (a wrong method) use the na
   const response = await fetch(`${env.api.url}/v1/messages`, { headers: { 'x-api-key': env.tenant.key } });
   expect(response.status).toBe(405);
   expect(await json(response)).toMatchObject({ type: 'error', error: { type: expect.any(String), message: expect.any(String) } });
+  // A messages route the gateway does not serve: the SDK gets a NotFoundError it can read.
+  const countTokens = await client.messages.countTokens({ model: 'claude-haiku-4-5', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+  expect(countTokens).toBeInstanceOf(Anthropic.NotFoundError);
+  expect((countTokens as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
 });
