@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AgentToolInputSchema } from './json-schema';
 import { chars } from './fields';
-import { filterValue, StoredDateRangeSchema } from './kb';
+import { filterValue, LanguageCodeSchema, StoredDateRangeSchema } from './kb';
 import { kbToolName, SEARCH_TOOLS_NAME } from './run-tools';
 
 /**
@@ -29,7 +29,8 @@ export const CustomToolSchema = z.strictObject({
 // ---- the knowledge_base filter ceiling (same dimensions as search filters; null = unconstrained)
 
 const valueList = z.array(filterValue).max(TOOL_LIMITS.ceilingValues);
-const isoLanguage = z.string().regex(/^[a-z]{2}$/, 'must be an ISO 639-1 code (two lowercase letters)');
+// Case-insensitive, as search filters are; kept lower-case, as documents store it.
+const isoLanguage = LanguageCodeSchema;
 
 export const FilterCeilingSchema = z.strictObject({
   type: valueList.nullish(),

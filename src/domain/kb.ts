@@ -114,10 +114,12 @@ export const CollectionListQuerySchema = z.strictObject({
 
 // ------------------------------------------------------------------ documents
 
-const language = z
+/** An ISO 639-1 code, any case, kept lower-case (documents, and agents' filter ceilings). */
+export const LanguageCodeSchema = z
   .string()
   .transform((v) => v.toLowerCase())
   .refine((v) => ISO_639_1.has(v), 'must be an ISO 639-1 language code');
+const language = LanguageCodeSchema;
 
 // The document's canonical URL: it is shown to end users as a citation link
 // (`document_uri`), so only http(s) is accepted (a `javascript:` or `data:` link is a script).

@@ -245,6 +245,11 @@ describe('tool entries', () => {
     await expect400({ tools: [{ type: 'knowledge_base', name: 'kb' }] }, /collection_id/);
     await expect400({ tools: [{ type: 'knowledge_base', name: 'a', collection_id: collection }, { type: 'knowledge_base', name: 'b', collection_id: collection }] }, /already has/);
     await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { language: ['english'] } }] }, /ISO 639-1/);
+    await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { language: ['qq'] } }] }, /ISO 639-1/);
+    // Case-insensitive, as search filters are; kept lower-case.
+    const upper = await create({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { language: ['DE'] } }] });
+    expect(upper.status).toBe(201);
+    expect(upper.body.tools[0].filters.language).toEqual(['de']);
     await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { created_at: { gte: 'yesterday' } } }] }, /RFC 3339/);
     await expect400({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: { colour: ['red'] } }] }, /colour/);
     const ok = await create({ tools: [{ type: 'knowledge_base', name: 'kb', collection_id: collection, filters: null }] });
