@@ -80,7 +80,7 @@ export function relayUpstreamFailure(ctx: AppContext, error: unknown): void {
     if (error.body.trim() === '') throw toGatewayError(error);
     ctx.status = error.status;
     ctx.type = error.contentType;
-    if (error.retryAfterMs !== undefined) ctx.set('Retry-After', String(Math.ceil(error.retryAfterMs / 1000)));
+    for (const [name, value] of Object.entries(retryAfterHeader(error))) ctx.set(name, value);
     ctx.body = error.body;
     return;
   }
@@ -91,9 +91,12 @@ export function toGatewayError(error: unknown): unknown {
   if (error instanceof UpstreamTimeoutError) return new ApiError(504, 'upstream_error', 'the model provider did not answer in time');
   if (error instanceof UpstreamConnectionError) return new ApiError(502, 'upstream_error', 'the model provider could not be reached');
   if (error instanceof UpstreamHttpError) {
-    const headers: Record<string, string> = error.retryAfterMs !== undefined ? { 'Retry-After': String(Math.ceil(error.retryAfterMs / 1000)) } : {};
-    return new ApiError(error.status >= 400 ? error.status : 502, 'upstream_error', 'the model provider returned an error', { headers });
+    return new ApiError(error.status >= 400 ? error.status : 502, 'upstream_error', 'the model provider returned an error', { headers: retryAfterHeader(error) });
   }
   if (error instanceof ProviderError) return new ApiError(502, 'upstream_error', 'the model provider returned an unreadable response');
   return error;
 }
+
+/** The provider's back-off hint, passed on in whole seconds. */
+const retryAfterHeader = (error: UpstreamHttpError): Record<string, string> =>
+  error.retryAfterMs !== undefined ? { 'Retry-After': String(Math.ceil(error.retryAfterMs / 1000)) } : {};
