@@ -1,5 +1,6 @@
 import type { Pool } from 'pg';
 import type { Config } from '../config';
+import { KB_COMMANDS } from './admin-kb-commands';
 import { SITE_AND_PLATFORM_COMMANDS } from './admin-site-commands';
 
 /** Admin commands contributed by other modules (platform users, sites, ...). */
@@ -9,4 +10,4 @@ export interface AdminExtension {
   run(db: Pool, flags: Record<string, string | undefined>, config: Config): Promise<unknown>;
 }
 
-export const ADMIN_EXTENSIONS: AdminExtension[] = [...SITE_AND_PLATFORM_COMMANDS];
+export const ADMIN_EXTENSIONS: AdminExtension[] = [...SITE_AND_PLATFORM_COMMANDS, ...KB_COMMANDS];

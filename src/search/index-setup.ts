@@ -8,7 +8,9 @@ import { callSearch } from './errors';
  * collection's documents sit on one shard and every query targets that shard only.
  */
 export const kbAlias = (prefix: string) => `${prefix}-documents`;
-export const kbIndexName = (prefix: string) => `${prefix}-documents-v1`;
+// v2: metadata is one `flattened` field. v1 mapped every metadata key as a field of its own, so
+// one tenant's keys could fill the shared index's field limit for every tenant.
+export const kbIndexName = (prefix: string) => `${prefix}-documents-v2`;
 
 // Highlighting refuses texts longer than the index's max_analyzed_offset unless the
 // query caps the analysed length itself; this is the cap both use.
@@ -19,14 +21,15 @@ export const MAX_ANALYZED_OFFSET = 1_000_000;
 // points, which is up to 2048 units (an emoji is two).
 const KEYWORD_IGNORE_ABOVE = 2048;
 const metadataKeyword: estypes.MappingProperty = { type: 'keyword', ignore_above: KEYWORD_IGNORE_ABOVE };
+// All metadata keys of all tenants are one field: `metadata.<key>` still works in term(s)
+// queries, sorts and terms aggregations, and no key adds to the index's field count.
+const metadataMapping: estypes.MappingProperty = { type: 'flattened', ignore_above: KEYWORD_IGNORE_ABOVE };
 const titleMapping: estypes.MappingProperty = { type: 'text', analyzer: 'kb_text', fields: { keyword: { type: 'keyword', ignore_above: KEYWORD_IGNORE_ABOVE } } };
-const dynamicTemplates: estypes.MappingTypeMapping['dynamic_templates'] = [{ metadata_keywords: { path_match: 'metadata.*', mapping: metadataKeyword } }];
 
 export const KB_MAPPINGS: estypes.MappingTypeMapping = {
   dynamic: 'strict',
   // Vectors are for kNN only; keeping them out of _source keeps hits small.
   _source: { excludes: ['embedding'] },
-  dynamic_templates: dynamicTemplates,
   properties: {
     collection_id: { type: 'keyword' },
     doc_id: { type: 'keyword' },
@@ -38,42 +41,57 @@ export const KB_MAPPINGS: estypes.MappingTypeMapping = {
     created_at: { type: 'date' },
     modified_at: { type: 'date' },
     indexed_at: { type: 'date' },
-    metadata: { type: 'object', dynamic: true },
+    metadata: metadataMapping,
     // dims are set by the first vector; `embedding_model` keeps kNN within one vector space.
     embedding: { type: 'dense_vector', index: true, similarity: 'cosine' },
     embedding_model: { type: 'keyword' },
   },
 };
 
-/** Creates the index and alias when missing. Concurrent callers are fine: "already exists" is success. */
+export interface KbIndexOptions {
+  prefix: string;
+  shards: number;
+  replicas: number;
+}
+
+/** The current index's settings and mappings, without the alias. */
+export function kbIndexDefinition(options: KbIndexOptions): estypes.IndicesCreateRequest {
+  return {
+    index: kbIndexName(options.prefix),
+    settings: {
+      number_of_shards: options.shards,
+      number_of_replicas: options.replicas,
+      'index.highlight.max_analyzed_offset': MAX_ANALYZED_OFFSET,
+      // The standard analyzer plus English stop words, so "the" or "at" neither match nor
+      // rank. (Stemmers live in the analysis-common module, which a minimal node lacks.)
+      analysis: { analyzer: { kb_text: { type: 'standard', stopwords: '_english_' } } },
+    },
+    mappings: KB_MAPPINGS,
+    wait_for_active_shards: 1,
+  };
+}
+
+/** Whether an index's mapping is v1's: a field per metadata key (see kbIndexName). */
+export const isLegacyKbMapping = (mappings: estypes.MappingTypeMapping): boolean => mappings.properties?.metadata?.type !== 'flattened';
+
+/**
+ * Creates the index and alias when missing. Concurrent callers are fine: "already exists" is
+ * success. An index of an earlier release keeps serving (see `kb migrate-index` in the
+ * admin CLI); `onLegacyIndex` is told so.
+ */
 export async function ensureKbIndex(
   client: SearchClient,
-  options: { prefix: string; shards: number; replicas: number; onUpgradeFailed?: (error: unknown) => void },
+  options: KbIndexOptions & { onUpgradeFailed?: (error: unknown) => void; onLegacyIndex?: (index: string) => void },
 ): Promise<string> {
   const alias = kbAlias(options.prefix);
   await callSearch(async () => {
     if (await client.indices.existsAlias({ name: alias })) {
       // Best effort: searching and indexing work without it (a blocked index must not stop them).
-      await upgradeKbMappings(client, alias).catch((error: unknown) => options.onUpgradeFailed?.(error));
+      await upgradeKbMappings(client, alias, options.onLegacyIndex).catch((error: unknown) => options.onUpgradeFailed?.(error));
       return;
     }
     try {
-      await client.indices.create({
-        index: kbIndexName(options.prefix),
-        settings: {
-          number_of_shards: options.shards,
-          number_of_replicas: options.replicas,
-          'index.highlight.max_analyzed_offset': MAX_ANALYZED_OFFSET,
-          // The standard analyzer plus English stop words, so "the" or "at" neither match nor
-          // rank. (Stemmers live in the analysis-common module, which a minimal node lacks.)
-          analysis: { analyzer: { kb_text: { type: 'standard', stopwords: '_english_' } } },
-          // Metadata keys become keyword fields; this bounds mapping growth across tenants.
-          'index.mapping.total_fields.limit': 5000,
-        },
-        mappings: KB_MAPPINGS,
-        aliases: { [alias]: { is_write_index: true } },
-        wait_for_active_shards: 1,
-      });
+      await client.indices.create({ ...kbIndexDefinition(options), aliases: { [alias]: { is_write_index: true } } });
     } catch (error) {
       const type = (error as { body?: { error?: { type?: string } } }).body?.error?.type;
       if (type !== 'resource_already_exists_exception') throw error;
@@ -85,14 +103,16 @@ export async function ensureKbIndex(
 }
 
 /**
- * Brings an existing index's updatable mapping settings to the current ones (idempotent):
+ * Brings a v1 index's updatable mapping settings to the current ones (idempotent):
  * `ignore_above` of titles and of every metadata field mapped so far, and the template for
  * metadata fields to come. Documents indexed earlier keep how they were indexed until
  * they are indexed again.
  */
-async function upgradeKbMappings(client: SearchClient, alias: string): Promise<void> {
+async function upgradeKbMappings(client: SearchClient, alias: string, onLegacyIndex?: (index: string) => void): Promise<void> {
   const current = await client.indices.getMapping({ index: alias });
   for (const [index, { mappings }] of Object.entries(current)) {
+    if (!isLegacyKbMapping(mappings)) continue;
+    onLegacyIndex?.(index);
     const metadataFields = (mappings.properties?.metadata as estypes.MappingObjectProperty | undefined)?.properties ?? {};
     const stale = Object.entries(metadataFields).filter(([, field]) => field.type === 'keyword' && (field as estypes.MappingKeywordProperty).ignore_above !== KEYWORD_IGNORE_ABOVE);
     const title = mappings.properties?.title as estypes.MappingTextProperty | undefined;
@@ -100,7 +120,7 @@ async function upgradeKbMappings(client: SearchClient, alias: string): Promise<v
     if (stale.length === 0 && titleKeyword?.ignore_above === KEYWORD_IGNORE_ABOVE) continue;
     await client.indices.putMapping({
       index,
-      dynamic_templates: dynamicTemplates,
+      dynamic_templates: [{ metadata_keywords: { path_match: 'metadata.*', mapping: metadataKeyword } }],
       properties: {
         // The title as it is mapped (an older index may use another analyzer), with the new limit.
         title: { ...(title ?? titleMapping), fields: { ...title?.fields, keyword: { ...titleKeyword, type: 'keyword', ignore_above: KEYWORD_IGNORE_ABOVE } } } as estypes.MappingTextProperty,

@@ -32,6 +32,7 @@ export async function kbContext(deps: Deps): Promise<KbContext> {
       shards: deps.config.ELASTICSEARCH_KB_SHARDS,
       replicas: deps.config.ELASTICSEARCH_KB_REPLICAS,
       onUpgradeFailed: (error) => deps.logger.warn({ err: error }, 'knowledge-base mapping upgrade failed; searches go on with the current mapping'),
+      onLegacyIndex: (index) => deps.logger.warn({ index }, 'knowledge-base index of an earlier release (a mapped field per metadata key); run `npm run -s admin -- kb migrate-index`'),
     });
     indexes.set(deps, alias);
     alias.catch(() => indexes.delete(deps));

@@ -152,6 +152,27 @@ describe('POST /documents/bulk: each item on its own', () => {
     expect(hit).toMatchObject({ id: 'same', title: 'v2', snippets: ['<em>replacement</em> wording'] });
   });
 
+  test('metadata keys are not index fields: one tenant sending 6,400 distinct keys leaves every other tenant able to add new ones', async () => {
+    // With a mapped field per key, the shared index's field limit (5,000) filled up for everyone.
+    const tag = Math.random().toString(36).slice(2, 8);
+    const target = await kb.newCollection();
+    for (const batch of [0, 1]) {
+      const documents = Array.from({ length: 50 }, (_, i) => ({
+        id: `keys-${batch}-${i}`,
+        content: 'many keys',
+        metadata: Object.fromEntries(Array.from({ length: 64 }, (_, k) => [`k_${tag}_${batch}_${i}_${k}`, 'v'])),
+      }));
+      await kb.index(target, documents);
+    }
+    const { kb: other } = await tenantWithClient(api);
+    const theirs = await other.newCollection();
+    await other.index(theirs, [{ id: 'fresh', content: 'a new key', metadata: { [`brand_new_${tag}`]: 'yes' } }]);
+    const found = await other.searchOk(theirs, { filters: { metadata: { [`brand_new_${tag}`]: ['yes'] } } });
+    expect(found.citations.map((c: { id: string }) => c.id)).toEqual(['fresh']);
+    const mine = await kb.searchOk(target, { filters: { metadata: { [`k_${tag}_1_49_63`]: ['v'] } } });
+    expect(mine.citations.map((c: { id: string }) => c.id)).toEqual(['keys-1-49']);
+  });
+
   test('the same document id in two collections is two documents', async () => {
     const a = await kb.newCollection();
     const b = await kb.newCollection();
