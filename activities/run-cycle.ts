@@ -3,6 +3,7 @@ import { isDevelopment } from '../src/config';
 import type { Deps } from '../src/deps';
 import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
 import { jsonSchemaError } from '../src/domain/json-schema';
+import { toolInputValidator } from '../src/domain/run-tools';
 import { addUsage, CLIENT_SAFE_MESSAGES, CREDITS_EXHAUSTED_MESSAGE, creditsExhaustedForRun, traceparentFor, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
@@ -40,10 +41,25 @@ export type RunCycle =
 
 /** Why an agent's tools cannot run here, checked when a run starts (agents stored before validation included). */
 function toolsetProblem(tools: ToolEntry[], development: boolean): RunErrorCode | undefined {
-  if (tools.some((tool) => (tool.type ?? 'custom') === 'custom' && 'input_schema' in tool && tool.input_schema !== undefined && jsonSchemaError(tool.input_schema, { compile: true }))) {
+  if (tools.some((tool) => (tool.type ?? 'custom') === 'custom' && 'input_schema' in tool && tool.input_schema !== undefined && unusableSchema(tool))) {
     return 'invalid_tool_schema';
   }
   return unservedTools(tools, development).length > 0 ? 'toolset_incomplete' : undefined;
+}
+
+/**
+ * A deferred tool's inputs are validated by the gateway, so its schema must compile whatever
+ * its size (cached per worker); a client-executed tool's schema only has to be valid.
+ */
+function unusableSchema(tool: ToolEntry & { input_schema?: unknown; defer_loading?: boolean }): boolean {
+  if (jsonSchemaError(tool.input_schema, { compile: true })) return true;
+  if (!tool.defer_loading) return false;
+  try {
+    toolInputValidator(tool.input_schema as Record<string, unknown>);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 interface CloseInput {

@@ -42,7 +42,9 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
               : failure('invalid_input', 'message is required and must be a string', 'message', true);
           break;
         case 'random_number': {
-          const min = Number(args.min), max = Number(args.max);
+          // JSON integers only: null, "3", true or [2] are not numbers the model meant.
+          const min = Number.isSafeInteger(args.min) ? (args.min as number) : NaN;
+          const max = Number.isSafeInteger(args.max) ? (args.max as number) : NaN;
           if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || min > max) {
             answer = failure('invalid_input', 'min and max must be integers with min <= max', Number.isSafeInteger(min) ? 'max' : 'min', true);
           } else if (max - min > RANDOM_SPAN_MAX || max >= Number.MAX_SAFE_INTEGER) {

@@ -84,7 +84,10 @@ export const ToolResultBlockSchema = z
   .refine((block) => block.error_code === undefined || block.is_error === true, {
     message: 'error_code is allowed only when is_error is true',
     path: ['error_code'],
-  });
+  })
+  // A failed result always says why, as the event's own error_code does: `unclassified` when
+  // the client gave no code.
+  .transform((block) => (block.is_error && block.error_code === undefined ? { ...block, error_code: UNCLASSIFIED } : block));
 export type ToolResultBlock = z.infer<typeof ToolResultBlockSchema>;
 
 const blocks = <T extends z.ZodType>(block: T) => z.array(block).max(EVENT_LIMITS.blocksPerEvent, `must have at most ${EVENT_LIMITS.blocksPerEvent} blocks`);
@@ -193,7 +196,7 @@ export function cancelledResults(toolUseIds: string[], because: string): EventDr
 }
 
 /** First failing block's code; `unclassified` when it gave none; null when nothing failed. */
-export function toolResultErrorCode(content: Array<z.input<typeof ToolResultBlockSchema>>): string | null {
+export function toolResultErrorCode(content: ReadonlyArray<{ type?: string; tool_use_id?: string; is_error?: boolean; error_code?: string }>): string | null {
   const failed = content.find((block) => block.is_error === true);
   return failed ? (failed.error_code ?? UNCLASSIFIED) : null;
 }

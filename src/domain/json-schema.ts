@@ -1,4 +1,4 @@
-import Ajv, { type AnySchema } from 'ajv';
+import Ajv, { type AnySchema, type ValidateFunction } from 'ajv';
 import { z } from 'zod';
 import Ajv2020 from 'ajv/dist/2020';
 
@@ -24,10 +24,7 @@ export function jsonSchemaError(schema: unknown, options: { compile: boolean }):
   if (!isPlainObject(schema)) return 'must be a JSON Schema object';
   // Tool inputs are always objects: providers refuse any other top-level type.
   if (schema.type !== undefined && schema.type !== 'object') return "must describe an object (top-level type 'object')";
-  const is2020 = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12');
-  const ajv = is2020 ? draft2020 : draft07;
-  const { $schema: _declared, ...undeclared } = schema;
-  const checked = (is2020 || schema.$schema === undefined ? schema : undeclared) as AnySchema;
+  const { ajv, checked } = asRead(schema);
   try {
     if (!ajv.validateSchema(checked)) {
       const first = ajv.errors?.[0];
@@ -40,17 +37,33 @@ export function jsonSchemaError(schema: unknown, options: { compile: boolean }):
   }
 }
 
+/** The instance that reads a schema, and the schema as it reads it (another declared draft is dropped). */
+function asRead(schema: Record<string, unknown>): { ajv: Ajv; checked: AnySchema } {
+  const is2020 = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12');
+  const { $schema: _declared, ...undeclared } = schema;
+  return { ajv: is2020 ? draft2020 : draft07, checked: (is2020 || schema.$schema === undefined ? schema : undeclared) as AnySchema };
+}
+
 /**
- * Compiles and forgets: the instance is shared by every request, so nothing of one schema may
- * stay in it (a failed compile still registers the schema's `$id`, which would refuse the next
- * schema of another tenant with the same `$id`).
+ * Compiles and forgets: the instance is shared by every request and tenant, so nothing of one
+ * schema may stay in it (a failed compile still registers the schema's `$id`, which would refuse
+ * the next schema of another tenant with the same `$id`, or let its `$ref`s resolve to it).
  */
-function compileOnce(ajv: Ajv, schema: AnySchema): void {
+function compileOnce(ajv: Ajv, schema: AnySchema): ValidateFunction {
   try {
-    ajv.compile(schema);
+    return ajv.compile(schema);
   } finally {
     ajv.removeSchema(schema);
   }
+}
+
+/**
+ * A validator for a tool's inputs, read as jsonSchemaError reads the schema, whatever its
+ * size. Throws when the schema cannot be compiled (e.g. a `$ref` to nothing).
+ */
+export function compileToolInputSchema(schema: Record<string, unknown>): ValidateFunction {
+  const { ajv, checked } = asRead(schema);
+  return compileOnce(ajv, checked);
 }
 
 /** A tool's input schema, checked by jsonSchemaError with these options. */

@@ -8,8 +8,8 @@
  *   random_number   an integer in [min, max] (development only)
  * With any deferred tool, the gateway adds `search_tools` over them.
  */
-import Ajv, { type ValidateFunction } from 'ajv';
-import Ajv2020 from 'ajv/dist/2020';
+import type { ValidateFunction } from 'ajv';
+import { compileToolInputSchema } from './json-schema';
 
 export interface RunToolEntry {
   type?: string;
@@ -113,27 +113,39 @@ export function searchDeferredTools(tools: RunToolEntry[], query: string): Array
     .map((entry) => ({ name: entry.name!, ...(entry.label ? { label: entry.label } : {}), description: entry.description ?? '' }));
 }
 
-// Strict: every keyword of the tool's JSON Schema applies (draft-07, or 2020-12 when declared).
-const draft07 = new Ajv({ strict: false, allErrors: false, validateFormats: false });
-const draft2020 = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
 // Compiled validators by schema text: agents are read afresh for every call, so object
 // identity would never hit. Bounded, oldest evicted first.
 const compiled = new Map<string, ValidateFunction>();
 const MAX_COMPILED = 500;
 
 /**
- * Checks a tool input against the tool's input schema. Returns the first problem, with
- * the offending field as a dotted path (`address.city`, `items[2]`), or undefined.
+ * The validator of a tool's input schema: strict, every keyword applies (draft-07, or 2020-12
+ * when declared). Throws when the schema cannot be compiled; a run checks every deferred
+ * tool's schema this way before its first turn (`invalid_tool_schema`).
  */
-export function validateToolInput(schema: Record<string, unknown>, input: unknown): { field?: string; message: string } | undefined {
+export function toolInputValidator(schema: Record<string, unknown>): ValidateFunction {
   const key = JSON.stringify(schema);
   let validate = compiled.get(key);
   if (!validate) {
-    const ajv = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12') ? draft2020 : draft07;
-    validate = ajv.compile(schema);
-    ajv.removeSchema(schema); // ajv would otherwise keep every compiled object
+    validate = compileToolInputSchema(schema);
     if (compiled.size >= MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
     compiled.set(key, validate);
+  }
+  return validate;
+}
+
+/**
+ * Checks a tool input against the tool's input schema. Returns the first problem, with
+ * the offending field as a dotted path (`address.city`, `items[2]`), or undefined. Never
+ * throws: a schema that cannot be compiled is reported as the problem (the run's start
+ * refuses such a toolset, so this is a backstop that keeps a recorded turn billable).
+ */
+export function validateToolInput(schema: Record<string, unknown>, input: unknown): { field?: string; message: string } | undefined {
+  let validate: ValidateFunction;
+  try {
+    validate = toolInputValidator(schema);
+  } catch (error) {
+    return { message: `the tool's input schema cannot be used: ${(error as Error).message}` };
   }
   if (validate(input)) return undefined;
   const error = validate.errors![0]!;

@@ -220,6 +220,18 @@ test('invalid_tool_schema: an agent stored with an unusable input schema fails t
   expect(event.error_code).toBe('invalid_tool_schema');
 });
 
+test('invalid_tool_schema: a deferred tool whose schema is too large to compile at create time and references nothing fails the run at start', async () => {
+  // Above 64 KB the api checks only the meta-schema; the gateway validates a deferred tool's inputs, so the run compiles it.
+  const padding = Object.fromEntries(Array.from({ length: 1500 }, (_, i) => [`p${i}`, { type: 'string', description: 'x'.repeat(40) }]));
+  const schema = { type: 'object', properties: { ...padding, a: { $ref: '#/definitions/missing' } } };
+  expect(JSON.stringify(schema).length).toBeGreaterThan(64 * 1024);
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'big', description: 'd', defer_loading: true, input_schema: schema }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('use it') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.error_code).toBe('invalid_tool_schema');
+  expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'session.error']);
+});
+
 test('upstream_timeout: a provider that never answers is retried, then reported', async () => {
   const session = await createAgentAndSession(production.deps, tenant.projectId);
   await sendEvents(production.deps, session, [{ type: 'user.message', content: text('[[delay:5000]] slow') }]);

@@ -215,6 +215,27 @@ test('a deferred tool named directly is loaded (tool_loaded, nothing executed), 
   expect(event.stop_reason).toBe('client_tool_use');
 });
 
+test('a deferred tool declaring another draft (2019-09) is validated as draft-07: a valid call goes to the client, and every turn is billed', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, {
+    tools: [{ name: 'book', description: 'books a table', defer_loading: true, input_schema: { $schema: 'https://json-schema.org/draft/2019-09/schema', $id: 'https://tenant.example/book', type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] } }],
+  });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool-unoffered:book {"seats":2}]] [[repeat:2]]') }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event.stop_reason).toBe('client_tool_use');
+  const turns = events.filter((e) => e.type === 'session.turn_usage').map((e) => e.content[0]);
+  expect(turns).toHaveLength(2);
+  expect(event.usage.credits_nano).toBe(turns.reduce((sum, t) => sum + t.credits_nano, 0));
+});
+
+test('random_number takes JSON integers only: null, numeric strings, booleans and arrays are invalid_input', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'random_number', name: 'dice' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:dice {"min":null,"max":"3"}]] [[tool:dice {"min":"","max":true}]] [[tool:dice {"min":[],"max":[2]}]] [[tool:dice {"min":1,"max":1}]]') }]);
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const results = events.filter((e) => e.type === 'user.tool_result').flatMap((e) => e.content);
+  expect(results.map((r) => r.is_error)).toEqual([true, true, true, false]);
+  expect(results[3].content).toBe('1');
+});
+
 test('a deferred tool named twice in one turn is loaded once and both calls are answered tool_loaded', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, {
     tools: [{ name: 'book', description: 'books a table', defer_loading: true, input_schema: { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] } }],

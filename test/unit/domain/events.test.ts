@@ -1,4 +1,4 @@
-import { planEvents, PostEventsSchema, toolResultErrorCode, type RunState, type SentEvent } from '../../../src/domain/events';
+import { planEvents, PostEventsSchema, toolResultErrorCode, ToolResultBlockSchema, type RunState, type SentEvent } from '../../../src/domain/events';
 
 const idle: RunState = { active_run_id: null, pending_tool_use_ids: [], cancelled_tool_use_ids: [] };
 const message = { type: 'user.message', content: [{ type: 'text', text: 'hi' }] } as SentEvent;
@@ -94,6 +94,15 @@ describe('toolResultErrorCode', () => {
     expect(toolResultErrorCode([{ type: 'tool_result', tool_use_id: 'a' }])).toBeNull();
     expect(toolResultErrorCode([{ type: 'tool_result', tool_use_id: 'a', is_error: true }, { type: 'tool_result', tool_use_id: 'b', is_error: true, error_code: 'timeout' }])).toBe('unclassified');
     expect(toolResultErrorCode([{ type: 'tool_result', tool_use_id: 'a' }, { type: 'tool_result', tool_use_id: 'b', is_error: true, error_code: 'declined' }])).toBe('declined');
+  });
+
+  test('a failed block the client sent without a code is stored with error_code unclassified; others as sent', () => {
+    const blocks = [
+      { type: 'tool_result', tool_use_id: 'a', content: 'ok' },
+      { type: 'tool_result', tool_use_id: 'b', is_error: true, content: 'no' },
+      { type: 'tool_result', tool_use_id: 'c', is_error: true, error_code: 'declined' },
+    ].map((block) => ToolResultBlockSchema.parse(block));
+    expect(blocks.map((b) => [b.is_error, b.error_code])).toEqual([[false, undefined], [true, 'unclassified'], [true, 'declined']]);
   });
 });
 

@@ -1,4 +1,4 @@
-import { modelTools, roleOf, searchDeferredTools, toolErrorEnvelope, validateToolInput } from '../../../src/domain/run-tools';
+import { modelTools, roleOf, searchDeferredTools, toolErrorEnvelope, toolInputValidator, validateToolInput } from '../../../src/domain/run-tools';
 import { buildConversation } from '../../../activities/run-context';
 
 const tools = [
@@ -38,6 +38,19 @@ test('strict input validation names the offending field', () => {
   expect(validateToolInput(schema, {})).toEqual({ field: 'seats', message: 'missing required field seats' });
   expect(validateToolInput(schema, { seats: 1, extra: true })).toEqual({ field: 'extra', message: 'unexpected field extra' });
   expect(JSON.parse(toolErrorEnvelope('invalid_input', 'bad', { field: 'seats', retryable: true }))).toEqual({ error: { code: 'invalid_input', message: 'bad', field: 'seats', retryable: true } });
+});
+
+test('validateToolInput reads another declared draft as draft-07, and a schema that cannot compile leaves nothing behind for the next one with its $id', () => {
+  const id = 'https://tenant.example/schemas/shared';
+  const seats = { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] };
+  expect(validateToolInput({ $schema: 'http://json-schema.org/draft-04/schema#', $id: id, ...seats }, { seats: 2 })).toBeUndefined();
+  expect(validateToolInput({ $schema: 'https://json-schema.org/draft/2019-09/schema', ...seats }, { seats: 'x' })).toEqual({ field: 'seats', message: 'seats must be integer' });
+  // Another tenant's schema with the same $id and a reference to nothing: reported, never thrown.
+  expect(validateToolInput({ $id: id, type: 'object', properties: { a: { $ref: '#/definitions/missing' } } }, { a: 1 })?.message).toMatch(/input schema cannot be used/);
+  // ...and the first tenant's schema (changed, so not cached) still compiles under its $id.
+  expect(validateToolInput({ $id: id, ...seats, additionalProperties: false }, { seats: 3 })).toBeUndefined();
+  expect(() => toolInputValidator({ $id: id, type: 'object', properties: { a: { $ref: '#/nowhere' } } })).toThrow();
+  expect(toolInputValidator({ $id: id, ...seats, description: 'again' })({ seats: 1 })).toBe(true);
 });
 
 test('the event log becomes alternating messages; unanswered calls get a synthetic result', () => {
