@@ -156,7 +156,13 @@ export const DocumentIdSchema = z
   .string()
   .min(1)
   .refine((v) => utf8Bytes(v) <= KB_LIMITS.documentIdBytes, `must be at most ${KB_LIMITS.documentIdBytes} bytes`)
-  .refine((v) => !CONTROL_CHARACTERS.test(v), 'must not contain control characters');
+  .refine((v) => !CONTROL_CHARACTERS.test(v), 'must not contain control characters')
+  // URL clients collapse these path segments: such a document could never be addressed, and
+  // DELETE .../documents/.. would reach the collection itself.
+  .refine((v) => v !== '.' && v !== '..', "must not be '.' or '..'");
+
+/** Whether a document id from a path could belong to a stored document (others are 404 without asking the index). */
+export const storableDocumentId = (id: string): boolean => DocumentIdSchema.safeParse(id).success;
 
 export const DocumentInputSchema = z.strictObject({
   id: DocumentIdSchema.optional(),

@@ -151,8 +151,21 @@ export async function deleteDocument(client: SearchClient, context: KbContext, c
 }
 
 /**
- * Removes every document of a collection (after its row is gone, so none is reachable
- * meanwhile). Batches of ids are searched and bulk-deleted rather than using
+ * Removes documents by id (those a bulk request indexed into a collection deleted meanwhile).
+ * Returns how many were there.
+ */
+export async function deleteDocumentIds(client: SearchClient, context: KbContext, collectionId: string, documentIds: string[]): Promise<number> {
+  if (documentIds.length === 0) return 0;
+  const response = await callSearch(() =>
+    client.bulk({ operations: documentIds.map((id) => ({ delete: { _index: context.alias, _id: esDocumentId(collectionId, id), routing: collectionId } })), refresh: true }),
+  );
+  return response.items.filter((item) => item.delete?.result === 'deleted').length;
+}
+
+/**
+ * Removes every document of a collection: the delete route runs it before and after the row
+ * goes (a bulk request past its existence check removes its own documents if it then finds
+ * the row gone). Batches of ids are searched and bulk-deleted rather than using
  * _delete_by_query, which lives in the optional reindex module that a minimal
  * Elasticsearch distribution lacks.
  */

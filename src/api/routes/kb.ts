@@ -10,8 +10,9 @@ import {
   CollectionListQuerySchema,
   CollectionUpdateSchema,
   SearchRequestSchema,
+  storableDocumentId,
 } from '../../domain/kb';
-import { bulkIndexDocuments, deleteCollectionDocuments, deleteDocument, getDocument, presentDocument } from '../../search/documents';
+import { bulkIndexDocuments, deleteCollectionDocuments, deleteDocument, deleteDocumentIds, getDocument, presentDocument } from '../../search/documents';
 import { SearchUnavailableError } from '../../search/errors';
 import { kbContext } from '../../search/kb-context';
 import { searchDocuments } from '../../search/search';
@@ -170,9 +171,10 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
   router.delete('/:collectionId', ...write, async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
     // Documents first, while the row still exists: if Elasticsearch fails midway the
-    // collection is still there to be deleted again, so no document is ever orphaned. Once
-    // the row is gone no request can reach the collection; a last sweep removes whatever a
-    // bulk request that was already past its existence check indexed meanwhile.
+    // collection is still there to be deleted again. Once the row is gone no new request can
+    // reach the collection; a last sweep removes what a bulk request that was past its
+    // existence check has made visible meanwhile, and such a request, finding the row gone
+    // after indexing, removes its own documents (see the bulk route).
     const context = await kbContext(deps);
     let documents = await deleteCollectionDocuments(deps.search, context, collection.id);
     if (!(await deleteCollection(deps.db, collection.project_id, collection.id))) throw notFound('collection');
@@ -183,12 +185,20 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
   router.post('/:collectionId/documents/bulk', ...write, jsonBody(BULK_BODY_LIMIT_BYTES), async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
     const { documents } = parseInput(BulkRequestSchema, ctx.request.body);
-    const items = await bulkIndexDocuments(deps.search, await kbContext(deps), collection.id, documents);
+    const context = await kbContext(deps);
+    const items = await bulkIndexDocuments(deps.search, context, collection.id, documents);
+    // The collection may have been deleted while this request embedded and indexed (its
+    // delete could not see documents not yet visible): take them back out, answer as if late.
+    if (!(await findCollectionById(deps.db, collection.id))) {
+      await deleteDocumentIds(deps.search, context, collection.id, items.flatMap((item) => (item.status < 300 && item.id !== undefined ? [item.id] : [])));
+      throw notFound('collection');
+    }
     ctx.body = { items, errors: items.some((item) => item.status >= 300) };
   });
 
   router.get('/:collectionId/documents/:documentId', ...read, async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    if (!storableDocumentId(ctx.params.documentId!)) throw notFound('document');
     const stored = await getDocument(deps.search, await kbContext(deps), collection.id, ctx.params.documentId!);
     if (!stored) throw notFound('document');
     ctx.body = { ...presentDocument(stored), collection_id: collection.id };
@@ -196,6 +206,7 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
 
   router.delete('/:collectionId/documents/:documentId', ...write, async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
+    if (!storableDocumentId(ctx.params.documentId!)) throw notFound('document');
     if (!(await deleteDocument(deps.search, await kbContext(deps), collection.id, ctx.params.documentId!))) throw notFound('document');
     ctx.body = { id: ctx.params.documentId, deleted: true };
   });

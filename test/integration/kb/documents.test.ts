@@ -183,7 +183,36 @@ describe('POST /documents/bulk: each item on its own', () => {
   });
 });
 
+describe('DELETE a collection while a bulk request is in flight', () => {
+  test('no document of the deleted collection stays in the index, whichever finishes first', async () => {
+    const target = await kb.newCollection();
+    const documents = Array.from({ length: 100 }, (_, i) => ({ id: `race-${i}`, content: `${'a paragraph of text to embed, '.repeat(40)} number ${i}` }));
+    const bulk = kb.bulk(target, documents);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const deleted = await kb.call('DELETE', `/${target}`);
+    const indexed = await bulk;
+    expect(deleted.status).toBe(200);
+    expect([200, 404]).toContain(indexed.status);
+    await api.deps.search.indices.refresh({ index: 'test-kb-documents' });
+    const left = await api.deps.search.count({ index: 'test-kb-documents', query: { term: { collection_id: target } } });
+    expect(left.count).toBe(0);
+  });
+});
+
 describe('GET and DELETE one document', () => {
+  test("ids '.' and '..' are refused per item (clients collapse them in paths: DELETE .../documents/.. would reach the collection)", async () => {
+    const target = await kb.newCollection();
+    const response = await kb.bulk(target, [{ id: '.', content: 'x' }, { id: '..', content: 'x' }, { id: '...', content: 'x' }]);
+    expect(response.body.items.map((item: { status: number }) => item.status)).toEqual([400, 400, 201]);
+    expect(response.body.items[1].error.message).toContain("must not be '.' or '..'");
+  });
+
+  test('an id no stored document can have (over 256 UTF-8 bytes) is 404 on GET and DELETE, never a 5xx', async () => {
+    const id = encodeURIComponent('€'.repeat(500));
+    expect((await kb.call('GET', `/${collection}/documents/${id}`)).status).toBe(404);
+    expect((await kb.call('DELETE', `/${collection}/documents/${id}`)).status).toBe(404);
+  });
+
   test('ids with reserved URL characters round-trip when encoded', async () => {
     const id = 'posts/2024 #1?x=y';
     await kb.index(collection, [{ id, content: 'odd id' }]);
