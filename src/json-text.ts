@@ -30,8 +30,22 @@ export class JsonTextError extends Error {
   }
 }
 
-/** Parses a JSON text or throws JsonTextError with a client-safe message. */
-export function parseJsonText(text: string): unknown {
+/**
+ * An item of a batch (`itemsOf`) that broke one of the rules above: it is refused on its own,
+ * as a batch's invalid items are, instead of failing the whole body.
+ */
+export class RefusedJsonItem {
+  constructor(
+    readonly message: string,
+    readonly id: string | undefined,
+  ) {}
+}
+
+/**
+ * Parses a JSON text or throws JsonTextError with a client-safe message. With `itemsOf`, each
+ * item of that top-level array that breaks a rule becomes a RefusedJsonItem instead.
+ */
+export function parseJsonText(text: string, options: { itemsOf?: string } = {}): unknown {
   // A text this short cannot hold more containers than the limit: no scan on the hot path.
   if (text.length > 2 * MAX_JSON_CONTAINERS && containersExceed(text, MAX_JSON_CONTAINERS)) {
     throw new JsonTextError('size', `request body holds more than ${MAX_JSON_CONTAINERS} arrays and objects`);
@@ -42,8 +56,31 @@ export function parseJsonText(text: string): unknown {
   } catch {
     throw new JsonTextError('syntax', 'request body is not valid JSON');
   }
-  checkValue(value, [], 0);
-  return value;
+  const items = options.itemsOf !== undefined ? itemsOf(value, options.itemsOf) : undefined;
+  if (!items) {
+    checkValue(value, [], 0);
+    return value;
+  }
+  const body = value as Record<string, unknown>;
+  body[options.itemsOf!] = [];
+  checkValue(body, [], 0);
+  body[options.itemsOf!] = items.map((item, i) => {
+    try {
+      checkValue(item, [options.itemsOf!, i], 2);
+      return item;
+    } catch (error) {
+      if (!(error instanceof JsonTextError)) throw error;
+      const id = (item as { id?: unknown } | null)?.id;
+      return new RefusedJsonItem(error.message, typeof id === 'string' && id.isWellFormed() ? id : undefined);
+    }
+  });
+  return body;
+}
+
+function itemsOf(value: unknown, field: string): unknown[] | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, field)) return undefined;
+  const items = (value as Record<string, unknown>)[field];
+  return Array.isArray(items) ? items : undefined;
 }
 
 /** Counts `{` and `[` outside strings, stopping once past `limit` (about 3 ms per MB). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { estypes } from '@elastic/elasticsearch';
 import type { z } from 'zod';
 import { DocumentInputSchema, type DocumentInput, type KbDocument } from '../domain/kb';
+import { RefusedJsonItem } from '../json-text';
 import type { SearchClient } from './client';
 import { documentEmbeddingText } from './embeddings/embedder';
 import { callSearch, SearchUnavailableError } from './errors';
@@ -83,6 +84,10 @@ export async function bulkIndexDocuments(
   const results: BulkItemResult[] = new Array(items.length);
   const valid: { position: number; id: string; input: DocumentInput }[] = [];
   items.forEach((item, position) => {
+    if (item instanceof RefusedJsonItem) {
+      results[position] = itemError(400, 'invalid_request_error', item.message, item.id);
+      return;
+    }
     const parsed = DocumentInputSchema.safeParse(item);
     if (!parsed.success) {
       const id = typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;

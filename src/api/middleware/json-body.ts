@@ -9,7 +9,7 @@ import type { AppContext, Middleware } from '../types';
  * An oversize body is refused from Content-Length before reading, or as soon as
  * the stream passes the limit.
  */
-export function jsonBody(limitBytes: number, options: { optional?: boolean; accepted?: string } = {}): Middleware {
+export function jsonBody(limitBytes: number, options: { optional?: boolean; accepted?: string; itemsOf?: string } = {}): Middleware {
   return async (ctx, next) => {
     const length = ctx.get('content-length');
     const hasBody = (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
@@ -25,7 +25,7 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean; acce
     refuseEncodedBody(ctx);
     const text = (await readBodyUpTo(ctx, limitBytes, tooLarge)).toString('utf8');
     try {
-      ctx.request.body = text.length === 0 ? undefined : parseJsonText(text);
+      ctx.request.body = text.length === 0 ? undefined : parseJsonText(text, { itemsOf: options.itemsOf });
     } catch (error) {
       throw error instanceof JsonTextError ? badRequest(error.message, error.path) : error;
     }

@@ -182,7 +182,7 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
     ctx.body = { id: collection.id, type: 'kb_collection', deleted: true, deleted_documents: documents };
   });
 
-  router.post('/:collectionId/documents/bulk', ...write, jsonBody(BULK_BODY_LIMIT_BYTES), async (ctx) => {
+  router.post('/:collectionId/documents/bulk', ...write, jsonBody(BULK_BODY_LIMIT_BYTES, { itemsOf: 'documents' }), async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
     const { documents } = parseInput(BulkRequestSchema, ctx.request.body);
     const context = await kbContext(deps);

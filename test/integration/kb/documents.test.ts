@@ -87,6 +87,23 @@ describe('POST /documents/bulk: each item on its own', () => {
     if (typeof (bad as { id?: unknown }).id === 'string') expect(rejected.id).toBe((bad as { id: string }).id);
   });
 
+  test('an item the JSON rules refuse (lone surrogate, __proto__ key, nesting past 128 levels) fails alone; the others are indexed', async () => {
+    const target = await kb.newCollection();
+    let deep = '"x"';
+    for (let i = 0; i < 130; i++) deep = `[${deep}]`;
+    const body = `{"documents":[{"id":"good","content":"fine"},{"id":"s","content":"c","title":"\\ud800"},{"id":"p","content":"c","metadata":{"__proto__":"x"}},{"id":"d","content":"c","metadata":{"k":${deep}}},{"id":"good2","content":"fine"}]}`;
+    const response = await kb.call('POST', `/${target}/documents/bulk`, body, { 'content-type': 'application/json' });
+    expect(response.status).toBe(200);
+    expect(response.body.items.map((item: { id?: string; status: number }) => [item.id, item.status])).toEqual([['good', 201], ['s', 400], ['p', 400], ['d', 400], ['good2', 201]]);
+    expect(response.body.items[1].error.message).toContain('documents.1.title contains an unpaired UTF-16 surrogate');
+    expect(response.body.items[2].error.message).toContain('__proto__');
+    expect(response.body.items[3].error.message).toContain('deeper than 128 levels');
+    expect((await kb.call('GET', `/${target}/documents/good2`)).status).toBe(200);
+    // The envelope keeps the whole-body rules.
+    const envelope = await kb.call('POST', `/${target}/documents/bulk`, '{"documents":[{"content":"x"}],"\\ud800":1}', { 'content-type': 'application/json' });
+    expect(envelope.status).toBe(400);
+  });
+
   test('all valid fields are stored; dates are normalised to UTC; language lower-cased', async () => {
     const document = {
       id: 'full',
