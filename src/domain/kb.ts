@@ -52,8 +52,10 @@ const parseMillis = (value: string): number => Date.parse(value.replace(/(\.\d{3
 export const toUtcMillis = (value: string): string => new Date(parseMillis(value)).toISOString();
 
 /** RFC 3339 date-time with a time zone (Z or an offset), in the years 0000-9999 once in UTC; kept as sent. */
-export const rfc3339Text = z.iso
-  .datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' })
+// RFC 3339 (§5.6) lets `T` and `Z` be lower case; they are read as upper case, the form every
+// other reader (Date, Elasticsearch) takes. (A leap second, :60, has no such reader and is refused.)
+const upperCaseDesignators = (value: unknown) => (typeof value === 'string' ? value.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z') : value);
+export const rfc3339Text = z.preprocess(upperCaseDesignators, z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' }))
   // Years past 9999 in UTC have no four-digit form (toISOString writes +010000-...). (zod runs
   // this also after the format check failed, so an unparseable value must not throw here.)
   .refine((v) => {
@@ -212,7 +214,7 @@ const oneOrMany = z
   })
   .transform((v) => (Array.isArray(v) ? v : [v]));
 
-const dateRange = (bound: z.ZodType<string, string>) =>
+const dateRange = (bound: z.ZodType<string, unknown>) =>
   z
     .strictObject({ gte: bound.optional(), lte: bound.optional() })
     .refine((r) => !(r.gte && r.lte && parseMillis(r.gte) > parseMillis(r.lte)), 'gte must not be after lte');

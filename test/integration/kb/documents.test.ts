@@ -113,7 +113,8 @@ describe('POST /documents/bulk: each item on its own', () => {
       uri: 'https://example.com/full',
       language: 'EN',
       created_at: '2024-03-01T12:00:00+02:00',
-      modified_at: '2024-03-02T08:30:00Z',
+      // RFC 3339 allows lower-case designators.
+      modified_at: '2024-03-02t08:30:00z',
       metadata: { category: 'news', tags: ['a', 'b'] },
     };
     const response = await kb.bulk(collection, [document]);
