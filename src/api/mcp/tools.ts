@@ -6,7 +6,9 @@ import { sitePrivateAddressesAllowed } from '../../config';
 import type { Principal } from '../../auth/principal';
 import { SITE_STATUSES } from '../../domain/sites';
 import { decryptSiteSecret } from '../../domain/site-secret';
+import { databaseUnavailable } from '../../store/db-errors';
 import { connectedSiteIds, findSiteById, listProjectSites, type SiteRow } from '../../store/sites';
+import { loggableError } from '../middleware/error-handler';
 import { listAbilities, runAbility, SiteCallError, type SiteTarget } from './site-abilities';
 
 export const MCP_SERVER_NAME = 'agent-gateway';
@@ -36,9 +38,28 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
   const projectId = principal.projectId!;
   const actingUser = principal.keyType === 'personal' ? principal.subject : undefined;
 
-  server.registerTool('ping', { title: 'Ping', description: 'Checks that the MCP endpoint and the API key work. Returns "pong".' }, async () =>
+  /**
+   * Every tool's errors end here. The SDK would send any thrown message to the client (a
+   * database address, a decryption failure) and log nothing; a site's own failure keeps its
+   * code, anything else is logged and answered with a fixed message.
+   */
+  const guarded =
+    <P extends unknown[]>(tool: string, handler: (...args: P) => Promise<CallToolResult>) =>
+    async (...args: P): Promise<CallToolResult> => {
+      try {
+        return await handler(...args);
+      } catch (error) {
+        if (error instanceof SiteCallError) return toolError(error.code, error.message);
+        deps.logger.error({ err: loggableError(error), tool, key_id: principal.keyId }, 'mcp tool failed');
+        return databaseUnavailable(error)
+          ? toolError('unavailable', 'a required dependency is unavailable; retry after a short delay')
+          : toolError('internal_error', 'the tool failed unexpectedly');
+      }
+    };
+
+  server.registerTool('ping', { title: 'Ping', description: 'Checks that the MCP endpoint and the API key work. Returns "pong".' }, guarded('ping', async () =>
     result({ message: 'pong', project_id: projectId }),
-  );
+  ));
 
   server.registerTool(
     'list_account_sites',
@@ -47,7 +68,7 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
       description: "Lists the sites registered to this API key's project, with the key owner's CMS connection status.",
       inputSchema: { status: z.enum(SITE_STATUSES).optional().describe('Registration status to list; default active.') },
     },
-    async ({ status }) => {
+    guarded('list_account_sites', async ({ status }) => {
       const sites = await listProjectSites(deps.db, projectId, status ?? 'active');
       const connected = actingUser ? await connectedSiteIds(deps.db, actingUser, sites.map((s) => s.site_id)) : new Set<string>();
       return result({
@@ -60,7 +81,7 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
           created_at: site.created_at.toISOString(),
         })),
       });
-    },
+    }),
   );
 
   /** The checks both ability tools share; returns the site to call or a tool error. */
@@ -83,15 +104,6 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
     };
   }
 
-  const siteCall = async (work: () => Promise<CallToolResult>): Promise<CallToolResult> => {
-    try {
-      return await work();
-    } catch (error) {
-      if (error instanceof SiteCallError) return toolError(error.code, error.message);
-      throw error;
-    }
-  };
-
   server.registerTool(
     'list_site_abilities',
     {
@@ -99,11 +111,11 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
       description: 'Lists the abilities (actions) a site offers to the key owner. Needs a personal key.',
       inputSchema: { site_id: z.string().describe('The site id from list_account_sites.') },
     },
-    async ({ site_id }) => {
+    guarded('list_site_abilities', async ({ site_id }) => {
       const target = await abilityTarget('list_site_abilities', site_id);
       if ('error' in target) return target.error;
-      return siteCall(async () => result({ site_id, abilities: await listAbilities(target.site, actingUser!) }));
-    },
+      return result({ site_id, abilities: await listAbilities(target.site, actingUser!) });
+    }),
   );
 
   server.registerTool(
@@ -117,12 +129,12 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
         input: z.record(z.string(), z.unknown()).optional().describe("The ability's input, per its input_schema."),
       },
     },
-    async ({ site_id, ability, input }) => {
+    guarded('run_site_ability', async ({ site_id, ability, input }) => {
       const target = await abilityTarget('run_site_ability', site_id);
       if ('error' in target) return target.error;
       deps.logger.info({ site_id, ability, acting_user: actingUser, key_id: principal.keyId }, 'mcp ability run'); // audit trail
-      return siteCall(async () => result({ site_id, ability, output: await runAbility(target.site, actingUser!, ability, input) }));
-    },
+      return result({ site_id, ability, output: await runAbility(target.site, actingUser!, ability, input) });
+    }),
   );
 
   return server;

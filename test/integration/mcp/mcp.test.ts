@@ -221,6 +221,23 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     }
   });
 
+  test('an unexpected failure inside a tool (a site secret that no longer decrypts) is a fixed internal_error, with nothing of the cause', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
+    const stored = (await api.deps.db.query('SELECT hmac_secret_encrypted FROM sites WHERE site_id = $1', [siteId])).rows[0].hmac_secret_encrypted;
+    // As after the gateway secret was rotated: the stored ciphertext no longer authenticates.
+    await api.deps.db.query('UPDATE sites SET hmac_secret_encrypted = $2 WHERE site_id = $1', [siteId, stored.slice(0, -4) + (stored.endsWith('AAAA') ? 'BBBB' : 'AAAA')]);
+    try {
+      const client = await connect(key);
+      const result = await client.callTool({ name: 'list_site_abilities', arguments: { site_id: siteId } });
+      expect(result.isError).toBe(true);
+      expect(structured(result)).toEqual({ error: { code: 'internal_error', message: 'the tool failed unexpectedly' } });
+      expect(JSON.stringify(result.content)).not.toMatch(/authenticate|decrypt|cipher/i);
+      await client.close();
+    } finally {
+      await api.deps.db.query('UPDATE sites SET hmac_secret_encrypted = $2 WHERE site_id = $1', [siteId, stored]);
+    }
+  });
+
   test('ability tools: project keys get a clear permission error; other checks', async () => {
     const projectKey = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'project' });
     const client = await connect(projectKey.key);
