@@ -48,6 +48,10 @@ const upstreamAgent = new Agent({
   bodyTimeout: 300_000,
   // Like fetch: follow a provider's or proxy's redirect rather than relay a bare 3xx.
   maxRedirections: 3,
+  // Whole answers (images as base64, speech) are read into memory: an upstream or proxy that
+  // never stops sending is cut off here (a broken connection to the caller, 502) rather than
+  // filling the heap. Far above any real answer, a stream included.
+  maxResponseSize: 256 * 1024 * 1024,
 });
 
 const USER_AGENT = 'agent-gateway';

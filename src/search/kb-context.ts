@@ -15,12 +15,13 @@ export interface KbContext {
 const embedders = new WeakMap<Deps, Promise<Embedder | null>>();
 const indexes = new WeakMap<Deps, Promise<string>>();
 
-export function kbEmbedder(deps: Deps): Promise<Embedder | null> {
-  let embedder = embedders.get(deps);
-  if (!embedder) {
-    embedder = createEmbedder(deps.config, deps.logger);
-    embedders.set(deps, embedder);
-  }
+export async function kbEmbedder(deps: Deps): Promise<Embedder | null> {
+  const cached = embedders.get(deps);
+  // A local model whose worker died is loaded again (its calls would all fail).
+  if (cached && (await cached)?.usable !== false) return cached;
+  if (cached) deps.logger.warn('embedding model worker died; loading the model again');
+  const embedder = createEmbedder(deps.config, deps.logger);
+  embedders.set(deps, embedder);
   return embedder;
 }
 

@@ -13,6 +13,8 @@ export interface Embedder {
   readonly minSimilarity: number;
   /** One vector per text, in order. */
   embed(texts: string[], purpose: 'document' | 'query'): Promise<number[][]>;
+  /** False when the embedder can never answer again (a local model's worker died). */
+  readonly usable?: boolean;
   close?(): Promise<void>;
 }
 

@@ -11,6 +11,10 @@ const BATCH_SIZE = 16;
 
 type Pending = { resolve: (vectors: number[][]) => void; reject: (error: Error) => void };
 
+// A job waits behind the others in the worker's queue; one not answered in this time (a wedged
+// worker) fails, so no request hangs on it.
+const JOB_TIMEOUT_MS = 120_000;
+
 /**
  * all-MiniLM-L6-v2 run in-process by ONNX Runtime: BERT WordPiece tokens (at most 256,
  * the model's sequence limit) here, inference and mean pooling in a worker thread
@@ -21,6 +25,8 @@ export class LocalOnnxEmbedder implements Embedder {
   readonly minSimilarity = LOCAL_MODEL.minSimilarity;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
+  /** Why the worker is gone: every later call fails with it at once (see kbEmbedder). */
+  private dead: Error | undefined;
 
   private constructor(
     private readonly worker: Worker,
@@ -33,7 +39,7 @@ export class LocalOnnxEmbedder implements Embedder {
       if (message.error !== undefined) job?.reject(new Error(`embedding failed: ${message.error}`));
       else job?.resolve(message.vectors!);
     });
-    // A dead worker fails everything in flight; the next call fails fast too.
+    // A dead worker fails everything in flight, and every later call at once.
     worker.on('error', (error) => this.failAll(error));
     worker.on('exit', (code) => this.failAll(new Error(`embedding worker exited with code ${code}`)));
     worker.unref(); // an idle model never keeps the process alive
@@ -79,18 +85,31 @@ export class LocalOnnxEmbedder implements Embedder {
     return out;
   }
 
+  /** False once the worker has died: the owner should load a new embedder. */
+  get usable(): boolean {
+    return this.dead === undefined;
+  }
+
   private run(batch: number[][]): Promise<number[][]> {
-    return new Promise((resolve, reject) => {
-      const id = this.nextId++;
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    let timer: NodeJS.Timeout | undefined;
+    return new Promise<number[][]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
+      timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`embedding took more than ${JOB_TIMEOUT_MS / 1000} s`));
+      }, JOB_TIMEOUT_MS);
       this.worker.ref(); // keep the process alive while a job is in flight
       this.worker.postMessage({ id, batch });
     }).finally(() => {
+      clearTimeout(timer);
       if (this.pending.size === 0) this.worker.unref();
-    }) as Promise<number[][]>;
+    });
   }
 
   private failAll(error: Error): void {
+    this.dead ??= error;
     for (const job of this.pending.values()) job.reject(error);
     this.pending.clear();
   }

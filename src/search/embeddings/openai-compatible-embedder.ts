@@ -42,11 +42,16 @@ export class OpenAiCompatibleEmbedder implements Embedder {
     });
     if (!response.ok) throw new Error(`embeddings endpoint answered ${response.status}`);
     const parsed = EmbeddingsResponse.parse(await response.json());
-    const vectors: number[][] = new Array(texts.length);
-    for (const item of parsed.data) vectors[item.index] = normalize(item.embedding);
-    if (vectors.some((v) => v === undefined) || parsed.data.length !== texts.length) {
-      throw new Error('embeddings endpoint returned a different number of vectors than inputs');
+    // Exactly one vector per input, by index: a server that repeats or skips indexes (some
+    // report 0 for every item) would otherwise leave documents silently without a vector.
+    const vectors: Array<number[] | undefined> = new Array(texts.length).fill(undefined);
+    for (const item of parsed.data) {
+      if (item.index < 0 || item.index >= texts.length || vectors[item.index] !== undefined) {
+        throw new Error('embeddings endpoint returned vectors whose indexes do not match the inputs');
+      }
+      vectors[item.index] = normalize(item.embedding);
     }
-    return vectors;
+    if (vectors.some((v) => v === undefined || v.length === 0)) throw new Error('embeddings endpoint returned fewer vectors than inputs');
+    return vectors as number[][];
   }
 }

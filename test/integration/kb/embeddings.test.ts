@@ -41,6 +41,14 @@ describe('local all-MiniLM-L6-v2 (ONNX)', () => {
     expect(cosine(food!, baby!)).toBeLessThan(0.1);
   });
 
+  test('once its worker is gone, every call fails at once (none hangs) and the embedder says it is unusable', async () => {
+    const doomed = await LocalOnnxEmbedder.load(process.env.EMBEDDINGS_MODEL_DIR ?? defaultModelDir());
+    expect(doomed.usable).toBe(true);
+    await doomed.close();
+    await expect(doomed.embed(['after the end'], 'query')).rejects.toThrow('embedding worker exited');
+    expect(doomed.usable).toBe(false);
+  });
+
   test('texts beyond the 256-token window are truncated, not rejected', async () => {
     const [long] = await local.embed(['word '.repeat(2000)], 'document');
     expect(long).toHaveLength(LOCAL_MODEL.dimensions);
@@ -58,6 +66,12 @@ describe('OpenAI-compatible endpoint', () => {
       for await (const chunk of request) chunks.push(chunk as Buffer);
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       seen.push({ authorization: request.headers.authorization, body });
+      if (body.model === 'index-zero') {
+        // As some llama.cpp server versions answer: every item says index 0.
+        const data = body.input.map(() => ({ object: 'embedding', index: 0, embedding: [1, 0, 0] }));
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: body.model }));
+        return;
+      }
       if (body.model !== 'all-minilm') {
         response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"model not found"}}');
         return;
@@ -107,6 +121,11 @@ describe('OpenAI-compatible endpoint', () => {
     } finally {
       await api.close();
     }
+  });
+
+  test('vectors whose indexes do not match the inputs one to one are an error, never documents silently left without a vector', async () => {
+    const remote = OpenAiCompatibleEmbedder.create({ url, model: 'index-zero' });
+    await expect(remote.embed(['a', 'b', 'c'], 'document')).rejects.toThrow('indexes do not match');
   });
 
   test('an error status becomes an error, never a made-up vector', async () => {
