@@ -19,7 +19,10 @@ const maxChars = (max: number) => z.string().refine((v) => charCount(v) <= max, 
 /**
  * `site_url`: an http(s) URL with a host, at most 2048 bytes (UTF-8). The gateway calls
  * `{site_url}/wp-json/gateway/v1/...`, so a query or fragment (which that path could not
- * follow) and surrounding whitespace (which the URL parser drops silently) are refused.
+ * follow, an empty `?` included) and surrounding whitespace (which the URL parser drops
+ * silently) are refused. The host must be written as `scheme://host`: the parser would
+ * infer one from `http:example.com` or `http:///example.com`. Credentials (`user:pw@`)
+ * are refused: the site's calls cannot send them, and listings would show them.
  */
 const siteUrl = z
   .string()
@@ -33,7 +36,9 @@ const siteUrl = z
       return false;
     }
   }, 'must be an absolute http(s) URL with a scheme and a host')
-  .refine((v) => !URL.canParse(v) || (new URL(v).search === '' && !v.includes('#')), 'must not have a query or a fragment: abilities are called under {site_url}/wp-json/');
+  .refine((v) => !/^https?:\/\/[^/?#]*@/i.test(v), 'must not carry credentials (user:password@)')
+  .refine((v) => /^https?:\/\/[^/?#]/i.test(v), 'must be an absolute http(s) URL written scheme://host')
+  .refine((v) => !URL.canParse(v) || (new URL(v).search === '' && !v.includes('?') && !v.includes('#')), 'must not have a query or a fragment: abilities are called under {site_url}/wp-json/');
 
 // Optional members also accept null (plugins report unknown values as null); null means "not reported".
 const optionalText = (max: number) => maxChars(max).nullish();
