@@ -144,10 +144,13 @@ export function compareRows(a: UsageRowOut, b: UsageRowOut): number {
   for (const d of GROUP_BY_DIMENSIONS) {
     const x = a[d] ?? '';
     const y = b[d] ?? '';
-    if (x !== y) return x < y ? -1 : 1;
+    if (x !== y) return byCodePoint(x, y);
   }
   return 0;
 }
+
+/** Code-point order, as documented. (`<` compares UTF-16 units: U+1F600 before U+FF21; UTF-8 bytes sort as code points do.) */
+const byCodePoint = (x: string, y: string): number => Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8'));
 
 const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 const keyOf = (dims: Partial<Record<Dimension, string>>, groupBy: Dimension[]) => JSON.stringify(groupBy.map((d) => dims[d]));
