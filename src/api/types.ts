@@ -7,6 +7,8 @@ export interface AppState {
   log: Logger;
   /** `native` renders errors in the provider-native envelope (POST /v1/messages). */
   errorFormat?: 'gateway' | 'anthropic';
+  /** The client closed the connection before the answer was sent (access log: status 499). */
+  clientClosed?: boolean;
   /** Set by the auth middleware. */
   principal?: import('../auth/principal').Principal;
 }

@@ -67,6 +67,14 @@ export function errorHandler(): Middleware {
     try {
       await next();
     } catch (thrown) {
+      // The client hung up first (its call was aborted, or its socket is gone): nobody is left
+      // to answer, and a client going away is not the gateway's error.
+      // (Only the response says so: the request stream is destroyed once its body is read.)
+      if (!ctx.res.writableFinished && ctx.res.destroyed) {
+        ctx.state.clientClosed = true;
+        ctx.state.log.info({ cause: thrown instanceof Error ? thrown.message : String(thrown) }, 'client closed the connection before the answer');
+        return;
+      }
       const error = toApiError(thrown, [ctx.request.body, ctx.query]);
       if (error.status >= 500 && !(thrown instanceof ApiError)) {
         ctx.state.log.error({ err: loggableError(thrown) }, 'unhandled error');

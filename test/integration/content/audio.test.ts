@@ -33,6 +33,26 @@ describe('POST /v1/audio/speech (OpenAI speech shape)', () => {
     expect(row).toMatchObject({ model: 'openai/tts-1', operation: 'speech', credits_nano: String(input.length * 1_500_000) });
   });
 
+  test('a client that hangs up mid-call is neither billed nor logged as a gateway error: the access log says 499', async () => {
+    const controller = new AbortController();
+    const logsBefore = env.api.logs.length;
+    const call = fetch(`${env.api.url}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { ...bearer(env.tenant.key), 'content-type': 'application/json' },
+      body: JSON.stringify({ input: '[[delay:2000]] hang up', voice: 'alloy' }),
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 300);
+    await expect(call).rejects.toThrow();
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const logged = env.api.logs.slice(logsBefore).map((line) => JSON.parse(line));
+    const access = logged.find((l) => l.msg === 'request' && l.path === '/v1/audio/speech');
+    expect(access).toMatchObject({ status: 499 });
+    const lines = logged.filter((l) => l.request_id === access.request_id);
+    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    expect((await env.api.deps.db.query('SELECT 1 FROM usage_records WHERE request_id = $1', [access.request_id])).rowCount).toBe(0);
+  });
+
   test('wav on tts-1-hd: a RIFF file whose length follows the input and the speed', async () => {
     const slow = await post({ model: 'openai/tts-1-hd', input, voice: 'nova', response_format: 'wav', speed: 0.5 });
     const fast = await post({ model: 'openai/tts-1-hd', input, voice: 'nova', response_format: 'wav', speed: 2 });
