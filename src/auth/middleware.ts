@@ -21,6 +21,11 @@ export interface AuthRequirement {
   accept?: CredentialKind[];
   /** `x-api-key` as an alternative header (POST /v1/messages only). */
   allowXApiKey?: boolean;
+  /**
+   * Metered routes: the credential must be bound to a project, whose credits pay. Refused
+   * here (403), before the body is read, rather than after it was parsed and validated.
+   */
+  billsProject?: boolean;
 }
 
 export const REALM = 'gateway';
@@ -145,6 +150,7 @@ export function authenticate(deps: Deps, requirement: AuthRequirement = {}): Mid
         throw forbidden(`the API key lacks the '${requirement.scope}:${access}' scope`);
       }
     }
+    if (requirement.billsProject && !principal.projectId) throw forbidden('this credential is not bound to a project');
     ctx.state.principal = principal;
     await next();
   };

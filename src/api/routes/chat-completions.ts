@@ -29,7 +29,7 @@ export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}):
   router.post(
     '/v1/chat/completions',
     rateLimit(deps),
-    authenticate(deps, { scope: 'chat', access: 'write' }),
+    authenticate(deps, { scope: 'chat', access: 'write', billsProject: true }),
     jsonBody(deps.config.BODY_LIMIT_BYTES),
     async (ctx) => {
       const body = parseInput(ChatCompletionRequest, ctx.request.body);

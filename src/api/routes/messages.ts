@@ -50,7 +50,7 @@ export function messagesRouter(deps: Deps, options: GatewayOptions = {}): Router
     '/v1/messages',
     nativeErrors,
     rateLimit(deps),
-    authenticate(deps, { scope: 'chat', access: 'write', allowXApiKey: true }),
+    authenticate(deps, { scope: 'chat', access: 'write', billsProject: true, allowXApiKey: true }),
     jsonBody(deps.config.MESSAGES_BODY_LIMIT_BYTES),
     async (ctx) => {
       const body = parseInput(MessagesRequest, ctx.request.body);

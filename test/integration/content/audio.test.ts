@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import OpenAI, { toFile } from 'openai';
-import { bearer, createKey } from '../../support/factories';
+import { bearer, createKey, createServiceToken } from '../../support/factories';
 import { wavFile } from '../../../src/providers/simulator/media-files';
 import { expectError, json, postJson, simRequestsTo, startGatewayEnv, usageRowFor, withEmptyBalance, type GatewayEnv } from './support';
 
@@ -51,6 +51,15 @@ describe('POST /v1/audio/speech (OpenAI speech shape)', () => {
     const lines = logged.filter((l) => l.request_id === access.request_id);
     expect(lines.filter((l) => l.level >= 50)).toEqual([]);
     expect((await env.api.deps.db.query('SELECT 1 FROM usage_records WHERE request_id = $1', [access.request_id])).rowCount).toBe(0);
+  });
+
+  test('a credential bound to no project (a site token of a site without one) is 403 on every metered route, before its body is read', async () => {
+    const token = await createServiceToken(env.api.deps.db, env.tenant.accountId, `no-project-${randomBytes(4).toString('hex')}`);
+    for (const path of ['/v1/audio/speech', '/v1/audio/transcriptions', '/v1/images/generations', '/v1/images/alt-text', '/v1/content/suggest-taxonomy', '/v1/chat/completions', '/v1/messages']) {
+      const response = await fetch(`${env.api.url}${path}`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: '{"not": "valid for any of them"' });
+      expect([path, response.status]).toEqual([path, 403]);
+      expect(JSON.stringify(await response.json())).toContain('not bound to a project');
+    }
   });
 
   test('wav on tts-1-hd: a RIFF file whose length follows the input and the speed', async () => {

@@ -31,7 +31,7 @@ export function mountAltText(router: Router<AppState, AppContext>, services: Con
   router.post(
     '/v1/images/alt-text',
     rateLimit(deps),
-    authenticate(deps, { scope: 'image', access: 'write' }),
+    authenticate(deps, { scope: 'image', access: 'write', billsProject: true }),
     jsonBody(ALT_TEXT_BODY_LIMIT_BYTES),
     async (ctx) => {
       const body = parseInput(AltTextRequest, ctx.request.body);

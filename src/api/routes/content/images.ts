@@ -18,7 +18,7 @@ export function mountImages(router: Router<AppState, AppContext>, services: Cont
   router.post(
     '/v1/images/generations',
     rateLimit(deps),
-    authenticate(deps, { scope: 'image', access: 'write' }),
+    authenticate(deps, { scope: 'image', access: 'write', billsProject: true }),
     jsonBody(deps.config.BODY_LIMIT_BYTES),
     async (ctx) => {
       const body = parseInput(ImageGenerationRequest, ctx.request.body);

@@ -20,7 +20,7 @@ export function mountSpeech(router: Router<AppState, AppContext>, services: Cont
   router.post(
     '/v1/audio/speech',
     rateLimit(deps),
-    authenticate(deps, { scope: 'speech', access: 'write' }),
+    authenticate(deps, { scope: 'speech', access: 'write', billsProject: true }),
     jsonBody(deps.config.BODY_LIMIT_BYTES),
     async (ctx) => {
       const body = parseInput(SpeechRequest, ctx.request.body);

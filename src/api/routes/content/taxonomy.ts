@@ -40,7 +40,7 @@ export function mountTaxonomy(router: Router<AppState, AppContext>, services: Co
   router.post(
     '/v1/content/suggest-taxonomy',
     rateLimit(deps),
-    authenticate(deps, { scope: 'chat', access: 'write' }),
+    authenticate(deps, { scope: 'chat', access: 'write', billsProject: true }),
     jsonBody(Math.max(deps.config.BODY_LIMIT_BYTES, TAXONOMY_BODY_LIMIT_BYTES)),
     async (ctx) => {
       const body = parseInput(TaxonomyRequest, ctx.request.body);

@@ -99,7 +99,7 @@ export function mountTranscriptions(router: Router<AppState, AppContext>, servic
   router.post(
     '/v1/audio/transcriptions',
     rateLimit(deps),
-    authenticate(deps, { scope: 'transcribe', access: 'write' }),
+    authenticate(deps, { scope: 'transcribe', access: 'write', billsProject: true }),
     (ctx, next) => (ctx.is('multipart/form-data') ? next() : json(ctx, next)),
     async (ctx) => {
       const body = ctx.is('multipart/form-data') ? await fromUpload(ctx) : fromJson(ctx.request.body);
