@@ -78,6 +78,8 @@ async function run(command: string, positionals: string[], flags: Flags, db: Ret
       if (!PRESETS.includes(preset)) throw new Error(`--preset must be one of ${PRESETS.join(', ')}`);
       const type = flags.type as 'personal' | 'project' | undefined;
       if (type && type !== 'personal' && type !== 'project') throw new Error('--type must be personal or project');
+      // Only a personal key has an owner: without --type the subject would be dropped silently.
+      if (flags['owner-subject'] && type !== 'personal') throw new Error('--owner-subject needs --type personal');
       return issueApiKey(db, {
         projectId: need(flags, 'project'),
         preset,

@@ -270,5 +270,7 @@ describe('admin CLI', () => {
     await admin('key', 'revoke', '--id', key.id);
     expect((await post('/v1/_probe/chat', bearer(key.key))).status).toBe(401);
     await expect(admin('key', 'create', '--project', project.id, '--preset', 'bogus')).rejects.toMatchObject({ code: 1 });
+    // An owner subject without --type personal would be dropped: refused, saying so.
+    await expect(admin('key', 'create', '--project', project.id, '--preset', 'all', '--owner-subject', 'someone')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('--owner-subject needs --type personal') });
   });
 });
