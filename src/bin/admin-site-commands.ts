@@ -1,5 +1,6 @@
 import type { AdminExtension } from './admin-extensions';
 import { hashPassword, INSTALL_ENVIRONMENTS, UuidSchema } from '../domain/platform';
+import { revokeOAuthClientTokens } from '../store/oauth';
 import { connectSiteUser, disconnectSiteUser, setAsyncExecution, setSiteStatus } from '../store/sites';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../store/platform';
 
@@ -27,6 +28,13 @@ const siteStatus = (status: 'active' | 'revoked' | 'suspended'): AdminExtension 
 });
 
 export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
+  {
+    command: 'oauth revoke-client',
+    usage: 'oauth revoke-client --client-id C   (revokes every live OAuth access token of that client; it must authenticate again)',
+    async run(db, flags) {
+      return { client_id: need(flags, 'client-id'), revoked_tokens: await revokeOAuthClientTokens(db, need(flags, 'client-id')) };
+    },
+  },
   siteStatus('active'),
   siteStatus('revoked'),
   siteStatus('suspended'),

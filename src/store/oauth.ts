@@ -61,6 +61,8 @@ export async function findOAuthAccessTokenByHash(db: Queryable, hash: Buffer): P
   return rows[0];
 }
 
-export async function revokeOAuthAccessToken(db: Queryable, id: string): Promise<void> {
-  await db.query('UPDATE oauth_access_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1', [id]);
+/** Revokes every live access token of an OAuth client (the admin CLI's `oauth revoke-client`); returns how many. */
+export async function revokeOAuthClientTokens(db: Queryable, clientId: string): Promise<number> {
+  const { rowCount } = await db.query('UPDATE oauth_access_tokens SET revoked_at = now() WHERE client_id = $1 AND revoked_at IS NULL AND expires_at > now()', [clientId]);
+  return rowCount ?? 0;
 }

@@ -114,7 +114,6 @@ export async function unarchiveSession(db: Queryable, id: string): Promise<Sessi
   return rows[0];
 }
 
-/** Soft delete: the row stays for the event log's foreign keys and for billing; status becomes terminated. */
 /**
  * A session's reasoning_effort override the agent's new model does not take is cleared (as the
  * agent's own is), so a session never shows an override the runtime would not apply.
@@ -127,6 +126,7 @@ export async function clearReasoningEffortsNotIn(client: Queryable, agentId: str
   );
 }
 
+/** Soft delete: the row stays for the event log's foreign keys and for billing; status becomes terminated. */
 export async function softDeleteSession(client: Queryable, id: string): Promise<void> {
   await client.query(`UPDATE sessions SET deleted_at = now(), updated_at = now(), status = 'terminated' WHERE id = $1`, [id]);
 }

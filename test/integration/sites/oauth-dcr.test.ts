@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
@@ -75,6 +77,19 @@ describe('OAuth Dynamic Client Registration → token → POST /v1/sites', () =>
     // The OAuth token is for site registration only.
     const elsewhere = await fetch(`${api.url}/oauth/register`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}`, 'content-type': 'application/json' }, body: '{}' });
     expect(elsewhere.status).toBe(401);
+  });
+
+  test('admin oauth revoke-client: every live token of the client is refused on its next use; the client can get a new one', async () => {
+    const client = await json(await registerClient({ client_name: 'to revoke' }));
+    const token = (await json(await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret)))).access_token;
+    const register = (accessToken: string) =>
+      fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: `https://${uniqueId('r')}.example.com` }) });
+    expect((await register(token)).status).toBe(201);
+    const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/bin/admin.ts', 'oauth', 'revoke-client', '--client-id', client.client_id], { env: { ...process.env, DATABASE_URL: api.deps.config.DATABASE_URL } });
+    expect(JSON.parse(stdout)).toEqual({ client_id: client.client_id, revoked_tokens: 1 });
+    expect((await register(token)).status).toBe(401);
+    const fresh = (await json(await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret)))).access_token;
+    expect((await register(fresh)).status).toBe(200);
   });
 
   test('client_secret_post clients authenticate in the body', async () => {
