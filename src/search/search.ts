@@ -4,7 +4,7 @@ import type { Logger } from '../logger';
 import { buildAggregations, presentAggregations } from './aggregations';
 import type { SearchClient } from './client';
 import type { StoredDocument } from './documents';
-import { callSearch, msearchResult } from './errors';
+import { callSearch, msearchResult, SearchUnavailableError } from './errors';
 import { filterClauses } from './filters';
 import { MAX_ANALYZED_OFFSET } from './index-setup';
 import type { KbContext } from './kb-context';
@@ -125,7 +125,9 @@ export async function searchDocuments(client: SearchClient, context: KbContext, 
   const window = fusionWindow(request.top_n);
   const vector = await queryVector(context, logger, query);
   if (!vector) {
-    const lexical: Request = { ...base, size: request.top_n, query: lexicalQuery(query, filter), highlight: highlight(query), ...(aggs ? { aggs } : {}) };
+    // With an embedder configured (its call failed), this is the hybrid's keyword half alone,
+    // matched the same way, so hits and aggregation counts do not depend on its health.
+    const lexical: Request = { ...base, size: request.top_n, query: lexicalQuery(query, filter, context.embedder ? HYBRID_MINIMUM_SHOULD_MATCH : undefined), highlight: highlight(query), ...(aggs ? { aggs } : {}) };
     const response = await callSearch(() => client.search<Hit['_source']>(lexical));
     const citations = response.hits.hits.slice(0, request.top_n).map((hit) => citation(hit as Hit, hit._source!.doc_id, hit._score ?? 0, true));
     return finish(citations, response.aggregations);
@@ -161,15 +163,30 @@ export async function searchDocuments(client: SearchClient, context: KbContext, 
       ],
     }),
   );
-  const [lexicalResult, semanticResult] = responses.map(msearchResult);
-  const lexicalHits = lexicalResult!.hits.hits as Hit[];
-  const semanticHits = semanticResult!.hits.hits as Hit[];
+  const lexicalResult = msearchResult(responses[0]!);
+  const semanticHits = semanticHalf(responses[1]!, context, logger);
+  const lexicalHits = lexicalResult.hits.hits as Hit[];
   const byId = new Map<string, Hit>();
   // Prefer the lexical hit: its highlight shows the matching words.
   for (const hit of [...semanticHits, ...lexicalHits]) byId.set(hit._source!.doc_id, hit);
   const fused = reciprocalRankFusion([lexicalHits.map((h) => h._source!.doc_id), semanticHits.map((h) => h._source!.doc_id)]);
   const citations = fused.slice(0, request.top_n).map((item) => citation(byId.get(item.id), item.id, item.score, true));
-  return finish(citations, lexicalResult!.aggregations);
+  return finish(citations, lexicalResult.aggregations);
+}
+
+/**
+ * The kNN half's hits. One the index refuses (vectors of another size than the index holds,
+ * after the embedding model changed) leaves the search keyword-only, as a failed query
+ * embedding does; an unavailable index still fails the search (503).
+ */
+function semanticHalf(item: estypes.MsearchResponseItem<Hit['_source']>, context: KbContext, logger: Logger): Hit[] {
+  try {
+    return msearchResult(item).hits.hits as Hit[];
+  } catch (error) {
+    if (error instanceof SearchUnavailableError) throw error;
+    logger.warn({ cause: (error as Error).message, embeddings: context.embedder?.model }, 'the kNN half of a hybrid search failed; this search is keyword-only');
+    return [];
+  }
 }
 
 /** msearch bodies carry index and routing in their header line, not in the body. */

@@ -4,7 +4,7 @@ import { LocalOnnxEmbedder } from '../../../src/search/embeddings/local-onnx-emb
 import { defaultModelDir, LOCAL_MODEL } from '../../../src/search/embeddings/local-model-files';
 import { OpenAiCompatibleEmbedder } from '../../../src/search/embeddings/openai-compatible-embedder';
 import { startApi } from '../../support/harness';
-import { ensureLocalModel, ids, tenantWithClient } from './kb-client';
+import { ensureLocalModel, ids, kbClient, tenantWithClient } from './kb-client';
 
 let local: LocalOnnxEmbedder;
 beforeAll(async () => {
@@ -126,6 +126,23 @@ describe('OpenAI-compatible endpoint', () => {
   test('vectors whose indexes do not match the inputs one to one are an error, never documents silently left without a vector', async () => {
     const remote = OpenAiCompatibleEmbedder.create({ url, model: 'index-zero' });
     await expect(remote.embed(['a', 'b', 'c'], 'document')).rejects.toThrow('indexes do not match');
+  });
+
+  test('a query vector the index refuses (another size, after the embedding model changed) leaves the search keyword-only, not failed', async () => {
+    const indexing = await startApi();
+    const searching = await startApi({ EMBEDDINGS_URL: url, EMBEDDINGS_MODEL: 'index-zero' }); // 3-dimensional vectors
+    try {
+      const { kb, tenant } = await tenantWithClient(indexing);
+      const collection = await kb.newCollection();
+      await kb.index(collection, [{ id: 'harvest', content: 'a note about the autumn harvest' }, { id: 'other', content: 'nothing related' }]);
+      const same = kbClient(searching, tenant.key);
+      const found = await same.search(collection, { query: 'autumn harvest', aggregations: [{ name: 'ids', type: 'terms', field: 'uri' }] });
+      expect(found.status).toBe(200);
+      expect(ids(found.body)).toEqual(['harvest']);
+    } finally {
+      await searching.close();
+      await indexing.close();
+    }
   });
 
   test('an error status becomes an error, never a made-up vector', async () => {
