@@ -127,7 +127,8 @@ export async function bulkIndexDocuments(
     const v = valid[i]!;
     const outcome = entry.index!;
     if (outcome.error || outcome.status >= 300) {
-      const status = outcome.status === 429 || outcome.status >= 500 ? 503 : 400;
+      // A write block (the index being migrated) passes: retryable, like an overloaded node.
+      const status = outcome.status === 429 || outcome.status >= 500 || outcome.error?.type === 'cluster_block_exception' ? 503 : 400;
       const reason = outcome.error?.reason ?? 'rejected by the index';
       results[v.position] = itemError(status, status === 503 ? 'service_unavailable' : 'invalid_request_error', `document rejected: ${reason}`, v.id);
     } else {

@@ -201,6 +201,24 @@ describe('POST /documents/bulk: each item on its own', () => {
   });
 });
 
+describe('an index whose writes are blocked (kb migrate-index copying it)', () => {
+  test('bulk items are 503, retryable, not 400', async () => {
+    const prefix = `blocked-${Math.random().toString(36).slice(2, 8)}`;
+    const own = await startApi({ ELASTICSEARCH_INDEX_PREFIX: prefix });
+    try {
+      const { kb: client } = await tenantWithClient(own);
+      const target = await client.newCollection();
+      await client.index(target, [{ id: 'before', content: 'written before the block' }]);
+      await own.deps.search.indices.putSettings({ index: `${prefix}-documents`, settings: { 'index.blocks.write': true } });
+      const response = await client.bulk(target, [{ id: 'during', content: 'x' }]);
+      expect(response.body.items[0]).toMatchObject({ id: 'during', status: 503, result: 'failed' });
+    } finally {
+      await own.deps.search.indices.delete({ index: `${prefix}-*` }).catch(() => undefined);
+      await own.close();
+    }
+  });
+});
+
 describe('DELETE a collection while a bulk request is in flight', () => {
   test('no document of the deleted collection stays in the index, whichever finishes first', async () => {
     const target = await kb.newCollection();
