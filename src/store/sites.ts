@@ -12,14 +12,13 @@ export interface SiteRow {
   site_info: Record<string, unknown> | null;
   status: SiteStatus;
   async_execution_enabled: boolean;
-  primary_collection_id: string | null;
   hmac_secret_encrypted: string;
   created_at: Date;
   updated_at: Date;
 }
 
 const COLUMNS = `site_id, client_id, account_id, project_id, site_url, site_url_key, display_name, site_info, status,
-  async_execution_enabled, primary_collection_id, hmac_secret_encrypted, created_at, updated_at`;
+  async_execution_enabled, hmac_secret_encrypted, created_at, updated_at`;
 
 /**
  * Serializes registrations of one account, so the "who owns this client / this URL"

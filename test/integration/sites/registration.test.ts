@@ -81,8 +81,8 @@ describe('POST /v1/sites: registration', () => {
   test('new sites have asynchronous execution enabled and no primary collection', async () => {
     const { token, clientId } = await siteToken();
     await register(token, { site_url: siteUrl() });
-    const { rows } = await api.deps.db.query('SELECT async_execution_enabled, primary_collection_id, account_id FROM sites WHERE client_id = $1', [clientId]);
-    expect(rows[0]).toEqual({ async_execution_enabled: true, primary_collection_id: null, account_id: tenant.accountId });
+    const { rows } = await api.deps.db.query('SELECT async_execution_enabled, account_id FROM sites WHERE client_id = $1', [clientId]);
+    expect(rows[0]).toEqual({ async_execution_enabled: true, account_id: tenant.accountId });
   });
 });
 
