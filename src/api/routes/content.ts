@@ -3,7 +3,7 @@ import type { Deps } from '../../deps';
 import type { AppContext, AppState } from '../types';
 import type { GatewayOptions } from './gateway/gateway';
 import { mountAltText } from './content/alt-text';
-import { createContentServices } from './content/helpers';
+import { createContentServices } from './content/services';
 import { mountImages } from './content/images';
 import { mountSpeech } from './content/speech';
 import { mountTaxonomy } from './content/taxonomy';

@@ -19,7 +19,7 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { type ContentServices } from './helpers';
+import { type ContentServices } from './services';
 import { chatModelFor } from '../../model-lookup';
 
 export const imageTooLarge = () =>
@@ -52,7 +52,7 @@ export function mountAltText(router: Router<AppState, AppContext>, services: Con
       } catch (error) {
         return relayUpstreamFailure(ctx, error);
       }
-      void services.meter(ctx, { model: model.id, operation: 'alt_text', credits_nano: computeCreditsNano(model, result.usage), ...result.usage });
+      void services.gateway.meterRow(ctx, { model: model.id, operation: 'alt_text', credits_nano: computeCreditsNano(model, result.usage), ...result.usage });
       const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
       const altText = cleanAltText(text, body.max_length ?? ALT_TEXT_DEFAULT_MAX_LENGTH);
       if (!altText) throw new ApiError(502, 'upstream_error', 'the model returned no alt text');

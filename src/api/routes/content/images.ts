@@ -9,7 +9,7 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { type ContentServices } from './helpers';
+import { type ContentServices } from './services';
 import { mediaModelFor } from '../../model-lookup';
 
 /** POST /v1/images/generations: the OpenAI images API, request and answer in its shape. */
@@ -25,7 +25,7 @@ export function mountImages(router: Router<AppState, AppContext>, services: Cont
       const model = mediaModelFor(body.model ?? DEFAULT_IMAGE_MODEL, 'image_generation');
       const violation = checkImageRequest(body, model.name, model.id);
       if (violation) throw badRequest(`${violation.param}: ${violation.message}`, violation.param);
-      await services.admit(ctx, [body.prompt]);
+      await services.gateway.admitTexts(ctx, [body.prompt]);
       const { model: _model, ...upstream } = body;
       let result: OpenAIImagesResponse;
       try {
@@ -37,7 +37,7 @@ export function mountImages(router: Router<AppState, AppContext>, services: Cont
         ? { input_tokens: result.usage.input_tokens, output_tokens: result.usage.output_tokens }
         : { input_tokens: 0, output_tokens: 0 };
       const credits = computeMediaCreditsNano(model, { ...usage, images: { count: result.data.length, key: imagePriceKey(body, model.name) } });
-      void services.meter(ctx, { model: model.id, operation: 'image', credits_nano: credits, ...usage });
+      void services.gateway.meterRow(ctx, { model: model.id, operation: 'image', credits_nano: credits, ...usage });
       ctx.body = result;
     },
   );

@@ -8,7 +8,7 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { type ContentServices } from './helpers';
+import { type ContentServices } from './services';
 import { mediaModelFor } from '../../model-lookup';
 
 /** Names the catalog model that spoke, since the body is the audio itself. */
@@ -25,7 +25,7 @@ export function mountSpeech(router: Router<AppState, AppContext>, services: Cont
     async (ctx) => {
       const body = parseInput(SpeechRequest, ctx.request.body);
       const model = mediaModelFor(body.model ?? DEFAULT_SPEECH_MODEL, 'speech');
-      await services.admit(ctx, [body.input]);
+      await services.gateway.admitTexts(ctx, [body.input]);
       const { model: _model, ...upstream } = body;
       let result: SpeechAudio;
       try {
@@ -33,7 +33,7 @@ export function mountSpeech(router: Router<AppState, AppContext>, services: Cont
       } catch (error) {
         return relayUpstreamFailure(ctx, error);
       }
-      void services.meter(ctx, { model: model.id, operation: 'speech', credits_nano: computeMediaCreditsNano(model, { characters: speechCharacters(body.input) }) });
+      void services.gateway.meterRow(ctx, { model: model.id, operation: 'speech', credits_nano: computeMediaCreditsNano(model, { characters: speechCharacters(body.input) }) });
       ctx.set(MODEL_HEADER, model.id);
       ctx.type = result.contentType;
       ctx.body = result.audio;

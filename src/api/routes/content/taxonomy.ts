@@ -18,7 +18,7 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { type ContentServices } from './helpers';
+import { type ContentServices } from './services';
 import { chatModelFor } from '../../model-lookup';
 
 const unreadableAnswer = () => new ApiError(502, 'upstream_error', 'the model answered with something that does not match the taxonomy schema');
@@ -63,7 +63,7 @@ export function mountTaxonomy(router: Router<AppState, AppContext>, services: Co
         return relayUpstreamFailure(ctx, error);
       }
       // The tokens were spent whether or not the answer is usable.
-      void services.meter(ctx, {
+      void services.gateway.meterRow(ctx, {
         model: model.id,
         operation: 'taxonomy',
         credits_nano: computeCreditsNano(model, result.usage),

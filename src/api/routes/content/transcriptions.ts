@@ -22,7 +22,7 @@ import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
-import { type ContentServices } from './helpers';
+import { type ContentServices } from './services';
 import { mediaModelFor } from '../../model-lookup';
 
 export const audioTooLarge = () =>
@@ -106,7 +106,7 @@ export function mountTranscriptions(router: Router<AppState, AppContext>, servic
       const model = mediaModelFor(body.model ?? DEFAULT_TRANSCRIPTION_MODEL, 'transcription');
       const audio = body.audio;
       if (audio.length > MAX_TRANSCRIPTION_AUDIO_BYTES) throw audioTooLarge();
-      await services.admit(ctx, []);
+      await services.gateway.admitTexts(ctx, []);
       let result: OpenAITranscription;
       try {
         result = await services.audio.transcribe(
@@ -118,7 +118,7 @@ export function mountTranscriptions(router: Router<AppState, AppContext>, servic
         return relayUpstreamFailure(ctx, error);
       }
       const usage = usageOf(result, audio, body.mime_type);
-      void services.meter(ctx, {
+      void services.gateway.meterRow(ctx, {
         model: model.id,
         operation: 'transcription',
         credits_nano: computeMediaCreditsNano(model, usage),

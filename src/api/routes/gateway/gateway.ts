@@ -14,30 +14,67 @@ export interface GatewayOptions {
   moderator?: Moderator;
 }
 
-/** What the chat and messages routes share: admission, upstream calls, failures, metering. */
+/** A usage row of any metered operation (chat, or a content helper's). */
+export interface MeterRow {
+  model: string;
+  operation: 'chat' | 'taxonomy' | 'transcription' | 'image' | 'alt_text' | 'speech';
+  credits_nano: number;
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
+  reasoning_tokens?: number;
+}
+
+/** What every metered route shares: admission, upstream calls, failures, metering. */
 export interface Gateway {
   providers: ProviderRegistry;
-  /** Moderation, then the credit check: both before any upstream call. */
+  /** Moderation of the request's texts, then the credit check: both before any upstream call. */
   admit(ctx: AppContext, request: UnifiedRequest): Promise<void>;
+  /** The same for a request that is not a chat request: `texts` are what goes upstream of the caller's. */
+  admitTexts(ctx: AppContext, texts: string[]): Promise<void>;
   /** Aborts when the client goes away before the response is complete. */
   clientSignal(ctx: AppContext): AbortSignal;
-  /** Writes the usage row and debits credits; never throws (failures are logged). */
+  /** Writes a chat call's usage row and debits credits; never throws (failures are logged). */
   meter(ctx: AppContext, model: ModelRecord, usage: Usage): Promise<void>;
+  /** The same for any operation's row. */
+  meterRow(ctx: AppContext, row: MeterRow): Promise<void>;
 }
 
 export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway {
   const providers = options.providers ?? createProviderRegistry(deps.config);
   const moderator = options.moderator ?? blockListModerator(deps.config.MODERATION_BLOCKLIST);
   const credits = creditAdmissionFor(deps.db, deps.config.DATABASE_URL, deps.logger);
+  const admitTexts = async (ctx: AppContext, texts: string[]) => {
+    if (texts.length > 0 && !(await moderator.allows(texts))) throw contentBlocked();
+    // (authenticate's billsProject refuses such a credential first on every metered route.)
+    const projectId = ctx.state.principal?.projectId;
+    if (!projectId) throw new ApiError(403, 'permission_error', 'this credential is not bound to a project');
+    // assertCredits' rule, without a balance read for projects known to be positive.
+    await credits.admit(projectId);
+  };
+  const meterRow = async (ctx: AppContext, row: MeterRow) => {
+    try {
+      await chargeUsage(deps.db, {
+        ...callerFields(ctx.state.principal!, ctx.get('x-application') || undefined),
+        model: row.model,
+        operation: row.operation,
+        input_tokens: row.input_tokens ?? 0,
+        output_tokens: row.output_tokens ?? 0,
+        cache_read_input_tokens: row.cache_read_input_tokens ?? 0,
+        cache_creation_input_tokens: row.cache_creation_input_tokens ?? 0,
+        reasoning_tokens: row.reasoning_tokens ?? 0,
+        credits_nano: row.credits_nano,
+        requestId: ctx.state.requestId,
+      });
+    } catch (error) {
+      ctx.state.log.error({ err: error, model: row.model, operation: row.operation, credits_nano: row.credits_nano }, 'metering failed');
+    }
+  };
   return {
     providers,
-    async admit(ctx, request) {
-      if (!(await moderator.allows(moderatedTexts(request)))) throw contentBlocked();
-      const projectId = ctx.state.principal?.projectId;
-      if (!projectId) throw new ApiError(403, 'permission_error', 'this credential is not bound to a project');
-      // assertCredits' rule, without a balance read for projects known to be positive.
-      await credits.admit(projectId);
-    },
+    admit: (ctx, request) => admitTexts(ctx, moderatedTexts(request)),
+    admitTexts,
     clientSignal(ctx) {
       const controller = new AbortController();
       ctx.res.once('close', () => {
@@ -45,26 +82,8 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
       });
       return controller.signal;
     },
-    async meter(ctx, model, usage) {
-      const principal = ctx.state.principal!;
-      const credits = computeCreditsNano(model, usage);
-      try {
-        await chargeUsage(deps.db, {
-          ...callerFields(principal, ctx.get('x-application') || undefined),
-          model: model.id,
-          operation: 'chat',
-          input_tokens: usage.input_tokens,
-          output_tokens: usage.output_tokens,
-          cache_read_input_tokens: usage.cache_read_input_tokens,
-          cache_creation_input_tokens: usage.cache_creation_input_tokens,
-          reasoning_tokens: usage.reasoning_tokens,
-          credits_nano: credits,
-          requestId: ctx.state.requestId,
-        });
-      } catch (error) {
-        ctx.state.log.error({ err: error, model: model.id, credits_nano: credits }, 'metering failed');
-      }
-    },
+    meter: (ctx, model, usage) => meterRow(ctx, { model: model.id, operation: 'chat', credits_nano: computeCreditsNano(model, usage), ...usage }),
+    meterRow,
   };
 }
 
