@@ -1,5 +1,4 @@
 import type { Pool } from 'pg';
-import { conflict } from '../api/errors';
 import { compactSiteInfo, displayNameFor, siteUrlKey, type RegisteredSite, type SiteRegistration } from '../domain/sites';
 import { decryptSiteSecret, encryptSiteSecret, generateSiteHmacSecret } from '../domain/site-secret';
 import { withTransaction } from './db';
@@ -11,7 +10,8 @@ export interface RegistrationResult {
   created: boolean;
 }
 
-const UNIQUE_VIOLATION = '23505';
+/** The registration cannot be made (the route answers 409 with this message). */
+export class SiteRegistrationConflict extends Error {}
 
 /**
  * Registers or updates the site of the calling client (`clientId`, in `accountId`):
@@ -30,46 +30,40 @@ export async function registerSite(
   input: SiteRegistration,
 ): Promise<RegistrationResult> {
   const urlKey = siteUrlKey(input.site_url);
-  try {
-    return await withTransaction(pool, async (client) => {
-      await lockAccountRegistrations(client, caller.accountId);
-      // The client's first account owns it for good, even after its site moved to a new client.
-      if ((await bindSiteClient(client, caller.clientId, caller.accountId)) !== caller.accountId) {
-        throw conflict('this client was registered by another account');
-      }
-      const existing = await findSiteByClientId(client, caller.clientId);
-      const urlOwner = await findSiteByUrlKey(client, caller.accountId, urlKey);
-      if (existing && urlOwner && urlOwner.site_id !== existing.site_id) {
-        throw conflict('site_url is already registered by another site of this account');
-      }
-      const target = existing ?? urlOwner;
-      const write = (current?: SiteRow): SiteWrite => ({
-        clientId: caller.clientId,
-        projectId: input.project_id === undefined ? (current?.project_id ?? null) : input.project_id,
-        siteUrl: input.site_url,
-        siteUrlKey: urlKey,
-        displayName: displayNameFor(input),
-        siteInfo: input.site_info === undefined ? (current?.site_info ?? null) : compactSiteInfo(input.site_info),
-      });
-      if (target) {
-        const row = await updateSite(client, target.site_id, write(target));
-        return { site: present(row, decryptSiteSecret(gatewaySecret, row.site_id, row.hmac_secret_encrypted)), created: false };
-      }
-      const siteId = `site_${randomBase62(22)}`;
-      const secret = generateSiteHmacSecret();
-      const row = await insertSite(client, {
-        ...write(),
-        siteId,
-        accountId: caller.accountId,
-        hmacSecretEncrypted: encryptSiteSecret(gatewaySecret, siteId, secret),
-      });
-      return { site: present(row, secret), created: true };
+  return withTransaction(pool, async (client) => {
+    await lockAccountRegistrations(client, caller.accountId);
+    // The client's first account owns it for good, even after its site moved to a new client.
+    if ((await bindSiteClient(client, caller.clientId, caller.accountId)) !== caller.accountId) {
+      throw new SiteRegistrationConflict('this client was registered by another account');
+    }
+    const existing = await findSiteByClientId(client, caller.clientId);
+    const urlOwner = await findSiteByUrlKey(client, caller.accountId, urlKey);
+    if (existing && urlOwner && urlOwner.site_id !== existing.site_id) {
+      throw new SiteRegistrationConflict('site_url is already registered by another site of this account');
+    }
+    const target = existing ?? urlOwner;
+    const write = (current?: SiteRow): SiteWrite => ({
+      clientId: caller.clientId,
+      projectId: input.project_id === undefined ? (current?.project_id ?? null) : input.project_id,
+      siteUrl: input.site_url,
+      siteUrlKey: urlKey,
+      displayName: displayNameFor(input),
+      siteInfo: input.site_info === undefined ? (current?.site_info ?? null) : compactSiteInfo(input.site_info),
     });
-  } catch (error) {
-    // Two accounts registering the same new client_id at once: the loser sees the winner's row.
-    if ((error as { code?: string }).code === UNIQUE_VIOLATION) throw conflict('this client was registered by another account');
-    throw error;
-  }
+    if (target) {
+      const row = await updateSite(client, target.site_id, write(target));
+      return { site: present(row, decryptSiteSecret(gatewaySecret, row.site_id, row.hmac_secret_encrypted)), created: false };
+    }
+    const siteId = `site_${randomBase62(22)}`;
+    const secret = generateSiteHmacSecret();
+    const row = await insertSite(client, {
+      ...write(),
+      siteId,
+      accountId: caller.accountId,
+      hmacSecretEncrypted: encryptSiteSecret(gatewaySecret, siteId, secret),
+    });
+    return { site: present(row, secret), created: true };
+  });
 }
 
 function present(row: SiteRow, secret: string): RegisteredSite {

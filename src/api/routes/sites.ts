@@ -3,8 +3,8 @@ import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
 import { requireProjectAccess } from '../../auth/tenancy';
 import { SITE_REGISTRATION_BODY_LIMIT_BYTES, SiteRegistrationSchema } from '../../domain/sites';
-import { registerSite } from '../../store/site-registration';
-import { badRequest, forbidden } from '../errors';
+import { registerSite, SiteRegistrationConflict } from '../../store/site-registration';
+import { badRequest, conflict, forbidden } from '../errors';
 import { sitePrivateAddressesAllowed } from '../../config';
 import { namesNonPublicHost } from '../../net/public-address';
 import { jsonBody } from '../middleware/json-body';
@@ -33,7 +33,9 @@ export function sitesRouter(deps: Deps): Router<AppState, AppContext> {
       }
       if (!principal.clientId) throw forbidden('the credential does not identify a site client');
       if (input.project_id) await requireProjectAccess(deps.db, principal, input.project_id);
-      const { site, created } = await registerSite(deps.db, deps.config.GATEWAY_SECRET, { accountId: principal.accountId, clientId: principal.clientId }, input);
+      const { site, created } = await registerSite(deps.db, deps.config.GATEWAY_SECRET, { accountId: principal.accountId, clientId: principal.clientId }, input).catch((error: unknown) => {
+        throw error instanceof SiteRegistrationConflict ? conflict(error.message) : error;
+      });
       ctx.status = created ? 201 : 200;
       ctx.set('Cache-Control', 'no-store'); // the body carries the site secret
       ctx.body = site;
