@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { firstIssue } from '../first-issue';
 import { badRequest, notFound } from './errors';
 import type { Middleware } from './types';
 
@@ -9,10 +10,8 @@ import type { Middleware } from './types';
 export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where = 'body'): z.infer<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const path = issue.path.map(String).join('.');
-  const field = path || where;
-  throw badRequest(`${field}: ${issue.message}`, path || undefined);
+  const { path, text } = firstIssue(result.error, where);
+  throw badRequest(text, path || undefined);
 }
 
 /** Ids the gateway issues (`agent_…`, `sesn_…`, `kbc_…`): a bounded set of URL-safe characters. */

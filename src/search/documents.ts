@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { estypes } from '@elastic/elasticsearch';
-import type { z } from 'zod';
 import { DocumentInputSchema, type DocumentInput, type KbDocument } from '../domain/kb';
+import { firstIssue } from '../first-issue';
 import { RefusedJsonItem } from '../json-text';
 import type { SearchClient } from './client';
 import { documentEmbeddingText } from './embeddings/embedder';
@@ -27,12 +27,6 @@ export interface BulkItemResult {
   /** Every item has one (the spec): what happened to the document, `failed` when nothing did. */
   result: 'created' | 'updated' | 'failed';
   error?: { message: string; type: string; code: number };
-}
-
-export function describeZodError(error: z.ZodError): string {
-  const issue = error.issues[0]!;
-  const path = issue.path.map(String).join('.');
-  return path ? `${path}: ${issue.message}` : issue.message;
 }
 
 const itemError = (status: number, type: string, message: string, id?: string): BulkItemResult => ({
@@ -91,7 +85,7 @@ export async function bulkIndexDocuments(
     const parsed = DocumentInputSchema.safeParse(item);
     if (!parsed.success) {
       const id = typeof (item as { id?: unknown })?.id === 'string' ? (item as { id: string }).id : undefined;
-      results[position] = itemError(400, 'invalid_request_error', describeZodError(parsed.error), id);
+      results[position] = itemError(400, 'invalid_request_error', firstIssue(parsed.error).text, id);
     } else {
       valid.push({ position, id: parsed.data.id ?? randomUUID(), input: parsed.data });
     }

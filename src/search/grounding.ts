@@ -1,7 +1,8 @@
 import type { Deps } from '../deps';
 import { KB_LIMITS, SearchFiltersSchema, type FilterCeiling } from '../domain/kb';
 import { findCollection } from '../store/collections';
-import { describeZodError, getDocument, presentDocument, type StoredDocument } from './documents';
+import { firstIssue } from '../first-issue';
+import { getDocument, presentDocument, type StoredDocument } from './documents';
 import { documentWithinCeiling } from './filters';
 import { kbContext } from './kb-context';
 import { searchDocuments } from './search';
@@ -51,8 +52,8 @@ export async function searchCollection(
   // Filters come from the model's tool call: validate them like an API request would be.
   const filters = SearchFiltersSchema.optional().safeParse(input.filters ?? undefined);
   if (!filters.success) {
-    const issue = filters.error.issues[0]!;
-    return { status: 'invalid_arguments', message: describeZodError(filters.error), field: ['filters', ...issue.path.map(String)].join('.') };
+    const { path, text } = firstIssue(filters.error);
+    return { status: 'invalid_arguments', message: text, field: path ? `filters.${path}` : 'filters' };
   }
   const query = input.query.trim().slice(0, KB_LIMITS.queryChars);
   if (!query) return { status: 'invalid_arguments', message: 'query must not be empty', field: 'query' };

@@ -22,6 +22,7 @@ import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 import { encodedWith, readBodyUpTo } from '../../read-body';
 import { JsonTextError, parseJsonText } from '../../json-text';
+import { firstIssue } from '../../first-issue';
 
 /**
  * OAuth for site plugins (see docs/sites-mcp-analytics.md):
@@ -52,9 +53,8 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
     const body = parseJsonObject(await readBody(ctx));
     const parsed = ClientMetadataSchema.safeParse(body);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const field = issue.path.map(String).join('.');
-      throw new OAuthError(400, field.startsWith('redirect_uris') ? 'invalid_redirect_uri' : 'invalid_client_metadata', `${field || 'body'}: ${issue.message}`);
+      const { path, text } = firstIssue(parsed.error, 'body');
+      throw new OAuthError(400, path.startsWith('redirect_uris') ? 'invalid_redirect_uri' : 'invalid_client_metadata', text);
     }
     let metadata;
     try {
@@ -200,8 +200,7 @@ function parseTokenRequest(params: URLSearchParams): TokenRequest {
   if (repeated) throw new OAuthError(400, 'invalid_request', `parameter '${repeated}' must not be repeated`); // RFC 6749 §3.2
   const parsed = TokenRequestSchema.safeParse(Object.fromEntries(params));
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new OAuthError(400, 'invalid_request', `${issue.path.join('.') || 'body'}: ${issue.message}`);
+    throw new OAuthError(400, 'invalid_request', firstIssue(parsed.error, 'body').text);
   }
   return parsed.data;
 }
