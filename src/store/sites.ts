@@ -17,6 +17,8 @@ export interface SiteRow {
   updated_at: Date;
 }
 
+// (sites.primary_collection_id, never written, is not selected: a later release drops it, once
+// no process of this one, which still selects it by name, can be running.)
 const COLUMNS = `site_id, client_id, account_id, project_id, site_url, site_url_key, display_name, site_info, status,
   async_execution_enabled, hmac_secret_encrypted, created_at, updated_at`;
 
