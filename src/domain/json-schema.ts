@@ -50,10 +50,18 @@ function asRead(schema: Record<string, unknown>): { ajv: Ajv; checked: AnySchema
  * the next schema of another tenant with the same `$id`, or let its `$ref`s resolve to it).
  */
 function compileOnce(ajv: Ajv, schema: AnySchema): ValidateFunction {
+  // Nested `$id`s register too, and removeSchema(schema) drops only the root's: every id the
+  // compile added is removed by name. (A fresh instance per compile would cost 25-70 ms.)
+  const known = new Set(Object.keys(ajv.refs));
   try {
-    return ajv.compile(schema);
+    const validate = ajv.compile(schema);
+    // An async schema's validator answers with a promise, which `if (validate(x))` would
+    // read as valid, and whose rejection nobody would handle.
+    if ((validate as { $async?: boolean }).$async) throw new Error('$async schemas are not supported');
+    return validate;
   } finally {
     ajv.removeSchema(schema);
+    for (const id of Object.keys(ajv.refs)) if (!known.has(id)) ajv.removeSchema(id);
   }
 }
 

@@ -1,5 +1,6 @@
 import { modelTools, roleOf, searchDeferredTools, toolErrorEnvelope, toolInputValidator, validateToolInput } from '../../../src/domain/run-tools';
 import { buildConversation } from '../../../activities/run-context';
+import { jsonSchemaError } from '../../../src/domain/json-schema';
 
 const tools = [
   { name: 'book', label: 'reservations', description: 'books a table', defer_loading: true, input_schema: { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'], additionalProperties: false } },
@@ -38,6 +39,20 @@ test('strict input validation names the offending field', () => {
   expect(validateToolInput(schema, {})).toEqual({ field: 'seats', message: 'missing required field seats' });
   expect(validateToolInput(schema, { seats: 1, extra: true })).toEqual({ field: 'extra', message: 'unexpected field extra' });
   expect(JSON.parse(toolErrorEnvelope('invalid_input', 'bad', { field: 'seats', retryable: true }))).toEqual({ error: { code: 'invalid_input', message: 'bad', field: 'seats', retryable: true } });
+});
+
+test('a nested $id of one schema is not left behind for the next schema of another tenant', () => {
+  const nested = 'https://victim.example/booking';
+  const tenantA = { type: 'object', properties: { x: { $id: nested, type: 'string' } } };
+  expect(validateToolInput(tenantA, { x: 'a' })).toBeUndefined();
+  expect(jsonSchemaError({ $id: nested, type: 'object', properties: { seats: { type: 'integer' } } }, { compile: true })).toBeUndefined();
+  expect(validateToolInput({ $id: nested, type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] }, {})).toEqual({ field: 'seats', message: 'missing required field seats' });
+});
+
+test('an $async schema is refused: its validator would answer with a promise, read as valid', () => {
+  const schema = { $async: true, type: 'object', properties: { n: { type: 'integer' } } };
+  expect(jsonSchemaError(schema, { compile: true })).toMatch(/\$async/);
+  expect(validateToolInput(schema, { n: 'not a number' })?.message).toMatch(/cannot be used.*\$async/);
 });
 
 test('validateToolInput reads another declared draft as draft-07, and a schema that cannot compile leaves nothing behind for the next one with its $id', () => {
