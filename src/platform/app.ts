@@ -12,7 +12,8 @@ import type { PlatformContext, PlatformState } from './types';
 
 /**
  * The platform API: its own Koa app on PLATFORM_PORT. Order: request id + error envelope +
- * access log → public OpenAPI document → rate limit → HTTP Basic → resource routers.
+ * access log → public OpenAPI document → rate limit → HTTP Basic → 405 for a documented path
+ * called with another method → resource routers → 404.
  */
 export function createPlatformApp(
   deps: Pick<Deps, 'db' | 'logger'>,
@@ -31,14 +32,15 @@ export function createPlatformApp(
   });
   app.use(open.routes());
   // A known open path with another method is 405 before any credentials are asked for.
-  app.use(methodNotAllowed([open]));
+  app.use(methodNotAllowed((path) => routedMethods(open, path)));
 
   // Before HTTP Basic, so a flood of guesses is refused without a scrypt check each.
   if (limits) app.use(platformRateLimit(limits.perSecond, limits.burst));
   app.use(basicAuth(deps.db));
-  const routers = [platformSitesRouter(deps.db), platformAppsRouter(deps.db)];
-  for (const router of routers) app.use(router.routes());
-  app.use(methodNotAllowed(routers));
+  // Before the routers: their `:id` parameters also take `id:verb`, so a router alone would
+  // send GET …/{environment}:clearCache to the GET environment route.
+  app.use(methodNotAllowed(documentedMethods));
+  for (const router of [platformSitesRouter(deps.db), platformAppsRouter(deps.db)]) app.use(router.routes());
   app.use((ctx) => {
     throw new PlatformError(404, 'Not Found', [{ resource: 'route', type: 'value_unavailable', message: `no route ${ctx.method} ${ctx.path}` }]);
   });
@@ -52,12 +54,37 @@ export function createPlatformServer(deps: Pick<Deps, 'db' | 'logger'>, limits: 
   return server;
 }
 
-/** 405 with `Allow` for a path one of the routers serves under other methods; else next. */
-function methodNotAllowed(routers: Array<Router<PlatformState, PlatformContext>>): Koa.Middleware<PlatformState, PlatformContext> {
+/** 405 with `Allow` when the path is known (`allowed` gives its methods) and the method is not among them; else next. */
+function methodNotAllowed(allowed: (path: string) => string[] | undefined): Koa.Middleware<PlatformState, PlatformContext> {
   return async (ctx, next) => {
-    const allowed = new Set<string>();
-    for (const router of routers) for (const layer of router.stack) if (layer.match(ctx.path)) layer.methods.forEach((m) => allowed.add(m));
-    if (allowed.size > 0) throw new PlatformError(405, 'Method Not Allowed', undefined, { Allow: [...allowed].join(', ') });
+    const methods = allowed(ctx.path);
+    if (methods && !methods.includes(ctx.method)) throw new PlatformError(405, 'Method Not Allowed', undefined, { Allow: methods.join(', ') });
     await next();
   };
+}
+
+function routedMethods(router: Router<PlatformState, PlatformContext>, path: string): string[] | undefined {
+  const methods = new Set(router.stack.filter((layer) => layer.match(path)).flatMap((layer) => layer.methods));
+  return methods.size > 0 ? [...methods] : undefined;
+}
+
+/**
+ * The OpenAPI document is the table of what each path allows: `{param}` is one path segment
+ * without ':' (so `{environment}` and `{environment}:clearCache` are different paths). Matched
+ * as the routers match: segments percent-decoded, case-insensitive, a trailing '/' ignored.
+ */
+const DOCUMENTED = Object.entries(PLATFORM_OPENAPI.paths).map(([template, operations]) => ({
+  segments: template.split('/').map((segment) => new RegExp(`^${segment.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/:]+')}$`, 'i')),
+  methods: Object.keys(operations).flatMap((method) => (method === 'get' ? ['HEAD', 'GET'] : [method.toUpperCase()])),
+}));
+function documentedMethods(path: string): string[] | undefined {
+  const segments = path.replace(/(.)\/$/, '$1').split('/').map(decodeSegment);
+  return DOCUMENTED.find((doc) => doc.segments.length === segments.length && doc.segments.every((re, i) => re.test(segments[i]!)))?.methods;
+}
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment; // malformed escapes: left for the routers to refuse
+  }
 }

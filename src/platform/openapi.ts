@@ -5,15 +5,29 @@
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
 const list = (item: string) => json({ type: 'object', required: ['results'], properties: { results: { type: 'array', items: ref(item) } } });
+const error = (description: string, response = 'Error') => ({ $ref: `#/components/responses/${response}`, description });
+/** What any operation can answer: HTTP Basic, the rate limit and the database apply to all of them. */
 const errors = {
-  '400': { $ref: '#/components/responses/Error' },
-  '401': { $ref: '#/components/responses/Error' },
-  '403': { $ref: '#/components/responses/Error' },
-  '404': { $ref: '#/components/responses/Error' },
+  '400': error('Bad request: an invalid value (an invalid UUID included)'),
+  '401': error('Authentication error', 'Unauthorized'),
+  '403': error('Not authorized for the account'),
+  '404': error('Not found (a resource of another account included)'),
+  '429': error('Too many requests (per user name and per client address)', 'RetryLater'),
+  '503': error('Service unavailable (the database; for uploads, too many in progress)', 'RetryLater'),
 };
+/** What any operation with a request body can answer, from reading it. */
+const bodyErrors = {
+  '413': error('Payload too large'),
+  '415': error('Unsupported media type: a compressed body (Content-Encoding)'),
+};
+const conflict = (description: string) => ({ '409': error(`Conflict: ${description}`) });
 const uuidParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
 const body = (schema: object) => ({ required: true, content: { 'application/json': { schema } } });
-const op = (summary: string, responses: object, extra: object = {}) => ({ summary, responses: { ...responses, ...errors }, ...extra });
+const op = (summary: string, responses: object, extra: { requestBody?: object; parameters?: object[] } = {}) => ({
+  summary,
+  responses: { ...responses, ...errors, ...(extra.requestBody ? bodyErrors : {}) },
+  ...extra,
+});
 
 const APPS = '/v1/accounts/{account}/apps';
 const ENV = `${APPS}/{app}/environments/{environment}`;
@@ -23,7 +37,11 @@ const domainParam = { name: 'domain', in: 'path', required: true, schema: { type
 
 export const PLATFORM_OPENAPI = {
   openapi: '3.1.0',
-  info: { title: 'Platform API', version: '1.0', description: 'Sites, installs and headless applications. HTTP Basic authentication.' },
+  info: {
+    title: 'Platform API',
+    version: '1.0',
+    description: 'Sites, installs and headless applications. HTTP Basic authentication. A path below called with a method it does not list answers 405 with an `Allow` header.',
+  },
   security: [{ basic: [] }],
   paths: {
     '/v1/sites': {
@@ -38,21 +56,21 @@ export const PLATFORM_OPENAPI = {
     '/v1/sites/{site_id}': { get: op('Get a site', { '200': json(ref('Site')) }, { parameters: [uuidParam('site_id')] }) },
     [APPS]: {
       get: op('List apps', { '200': list('App') }, { parameters: [uuidParam('account')] }),
-      post: op('Create an app', { '201': json(ref('App'), 'Created'), '409': { $ref: '#/components/responses/Error' } }, { parameters: [uuidParam('account')], requestBody: body(ref('AppCreate')) }),
+      post: op('Create an app', { '201': json(ref('App'), 'Created'), ...conflict('an app with this name exists in the account') }, { parameters: [uuidParam('account')], requestBody: body(ref('AppCreate')) }),
     },
     [`${APPS}/{app}`]: {
       get: op('Get an app', { '200': json(ref('App')) }, { parameters: appParams }),
       delete: op('Delete an app and its environments', { '204': { description: 'Deleted' } }, { parameters: appParams }),
     },
     [`/fu${ENV}:upload`]: {
-      post: op('Upload a zip archive and queue a build of it', { '201': json(ref('UploadResult'), 'Created'), '413': { $ref: '#/components/responses/Error' } }, {
+      post: op('Upload a zip archive and queue a build of it', { '201': json(ref('UploadResult'), 'Created') }, {
         parameters: envParams,
         requestBody: { required: true, content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
       }),
     },
     [`${APPS}/{app}/environments`]: {
       get: op('List environments', { '200': list('Environment') }, { parameters: appParams }),
-      post: op('Create an environment', { '201': json(ref('Environment'), 'Created') }, { parameters: appParams, requestBody: body(ref('EnvironmentCreate')) }),
+      post: op('Create an environment', { '201': json(ref('Environment'), 'Created'), ...conflict('an environment with this name exists in the app') }, { parameters: appParams, requestBody: body(ref('EnvironmentCreate')) }),
     },
     [ENV]: {
       get: op('Get an environment', { '200': json(ref('Environment')) }, { parameters: envParams }),
@@ -62,7 +80,7 @@ export const PLATFORM_OPENAPI = {
     [`${ENV}:clearCache`]: { post: op('Clear the environment cache', { '202': json(ref('Environment'), 'Accepted') }, { parameters: envParams }) },
     [`${ENV}/builds`]: { get: op('List builds, newest first (100 at most)', { '200': list('Build') }, { parameters: envParams }) },
     [`${ENV}/builds/{build}`]: { get: op('Get a build', { '200': json(ref('Build')) }, { parameters: [...envParams, uuidParam('build')] }) },
-    [`${ENV}/builds/{build}:cancel`]: { post: op('Cancel a queued or running build', { '200': json(ref('Build')), '409': { $ref: '#/components/responses/Error' } }, { parameters: [...envParams, uuidParam('build')] }) },
+    [`${ENV}/builds/{build}:cancel`]: { post: op('Cancel a queued or running build', { '200': json(ref('Build')), ...conflict('the build already finished') }, { parameters: [...envParams, uuidParam('build')] }) },
     [`${ENV}/domainMappings`]: { get: op('List domain mappings', { '200': list('DomainMapping') }, { parameters: envParams }) },
     [`${ENV}/domainMappings:replace`]: {
       post: op('Replace the set of domains', { '200': list('DomainMapping') }, { parameters: envParams, requestBody: body({ type: 'object', required: ['domains'], additionalProperties: false, properties: { domains: { type: 'array', maxItems: 100, items: { type: 'string' } } } }) }),
@@ -73,7 +91,11 @@ export const PLATFORM_OPENAPI = {
   },
   components: {
     securitySchemes: { basic: { type: 'http', scheme: 'basic' } },
-    responses: { Error: json(ref('Error'), 'Error') },
+    responses: {
+      Error: json(ref('Error'), 'Error'),
+      Unauthorized: { ...json(ref('Error'), 'Authentication error'), headers: { 'WWW-Authenticate': { schema: { type: 'string' }, description: 'Basic realm="platform"' } } },
+      RetryLater: { ...json(ref('Error'), 'Retry later'), headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'seconds' } } },
+    },
     schemas: {
       Error: {
         type: 'object',

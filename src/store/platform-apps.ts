@@ -150,9 +150,20 @@ export async function findDomainMapping(db: Queryable, envId: string, domain: st
   const { rows } = await db.query('SELECT * FROM platform_domain_mappings WHERE environment_id = $1 AND domain = $2', [envId, domain]);
   return rows[0] ? mappingOut(rows[0]) : undefined;
 }
-export async function markPrimaryDomain(db: Queryable, envId: string, domain: string): Promise<void> {
+/**
+ * Makes `domain` the environment's one primary (the caller passes a transaction). Undefined when
+ * the environment or the domain is gone: the caller must then roll back, or the first UPDATE
+ * would leave the environment without its primary.
+ */
+export async function markPrimaryDomain(db: Queryable, envId: string, domain: string): Promise<PlatformDomainMapping | undefined> {
+  // Concurrent calls for one environment queue on its row, so each one's UPDATEs see the primary
+  // the previous one set: the last call wins and the one-primary index is never hit. (NO KEY:
+  // inserts of uploads and mappings, which only key-share the row, need not wait.)
+  const env = await db.query('SELECT 1 FROM platform_environments WHERE id = $1 FOR NO KEY UPDATE', [envId]);
+  if (env.rowCount !== 1) return undefined;
   await db.query('UPDATE platform_domain_mappings SET is_primary = false WHERE environment_id = $1 AND is_primary AND domain <> $2', [envId, domain]);
-  await db.query('UPDATE platform_domain_mappings SET is_primary = true WHERE environment_id = $1 AND domain = $2', [envId, domain]);
+  const { rows } = await db.query('UPDATE platform_domain_mappings SET is_primary = true WHERE environment_id = $1 AND domain = $2 RETURNING *', [envId, domain]);
+  return rows[0] ? mappingOut(rows[0]) : undefined; // removed by a concurrent replace
 }
 export async function setDomainVerification(db: Queryable, envId: string, domain: string, status: 'pending' | 'verified' | 'failed'): Promise<PlatformDomainMapping | undefined> {
   const { rows } = await db.query(

@@ -11,6 +11,7 @@ import * as store from '../../store/platform-apps';
 import { PlatformError, invalidValue, platformConflict, platformNotFound } from '../errors';
 import { parsePathParam, parsePlatform, readJson, readRaw, requireAccount } from '../middleware';
 import type { PlatformContext, PlatformState } from '../types';
+import { isZipArchive } from '../zip';
 
 /**
  * Headless application operations (docs/platform-api.md). Custom methods use the
@@ -25,13 +26,23 @@ const notFound = (resource: string): never => {
   throw platformNotFound(resource);
 };
 
-function split(value: string, verbs: string[]): [string, string | undefined] {
+/**
+ * `id:verb` → [id, verb]. A missing or unknown verb is an unknown route: 404. (A documented
+ * path with another method never gets here: the app answers it 405 with `Allow` first.)
+ */
+function split(value: string, verbs: string[]): [string, string] {
   const at = value.lastIndexOf(':');
-  if (at < 0) return [value, undefined];
-  const verb = value.slice(at + 1);
-  if (!verbs.includes(verb)) throw new PlatformError(404, 'Not Found', [{ resource: 'route', type: 'value_unavailable', message: `unknown method ':${verb}'` }]);
+  const verb = at < 0 ? '' : value.slice(at + 1);
+  if (!verbs.includes(verb)) throw new PlatformError(404, 'Not Found', [{ resource: 'route', type: 'value_unavailable', message: at < 0 ? 'no method given' : `unknown method ':${verb}'` }]);
   return [value.slice(0, at), verb];
 }
+
+/**
+ * Uploads buffered at once per process: each holds its archive (≤ 100 MiB) in memory a few
+ * times over (body, the query's copy), so more would risk the process's memory. Further ones
+ * are 503 with Retry-After, their body left unread.
+ */
+export const PLATFORM_UPLOADS_IN_FLIGHT = 2;
 
 export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformContext> {
   const router = new Router<PlatformState, PlatformContext>();
@@ -101,25 +112,31 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   });
   // POST .../environments/{environment}:clearCache
   router.post(ENV, async (ctx) => {
-    const [envId, verb] = split(ctx.params.environment!, ['clearCache']);
-    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
+    const [envId] = split(ctx.params.environment!, ['clearCache']);
     const env = await environment(ctx, envId);
     ctx.status = 202;
     ctx.body = (await store.clearEnvironmentCache(db, env.id)) ?? notFound('environment');
   });
 
   // POST /fu/v1/accounts/{account}/apps/{app}/environments/{environment}:upload (a zip archive)
+  let uploadsInFlight = 0;
   router.post(`/fu${ENV}`, async (ctx) => {
-    const [envId, verb] = split(ctx.params.environment!, ['upload']);
-    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
+    const [envId] = split(ctx.params.environment!, ['upload']);
     const env = await environment(ctx, envId);
-    const archive = await readRaw(ctx, PLATFORM_UPLOAD_LIMIT_BYTES);
-    // A zip starts with a local file header (PK\3\4) or, when empty, the end-of-directory record (PK\5\6).
-    const magic = archive.subarray(0, 4).toString('hex');
-    if (magic !== '504b0304' && magic !== '504b0506') throw invalidValue('upload', 'body', 'must be a zip archive');
-    const sha256 = createHash('sha256').update(archive).digest('hex');
-    ctx.body = await withTransaction(db, (client) => store.insertUploadAndBuild(client, env.id, archive, sha256));
-    ctx.status = 201;
+    if (uploadsInFlight >= PLATFORM_UPLOADS_IN_FLIGHT) {
+      // Connection: close, so Node does not read the unread body just to discard it.
+      throw new PlatformError(503, 'Service Unavailable', [{ resource: 'upload', message: 'too many uploads in progress; retry shortly' }], { 'Retry-After': '5', Connection: 'close' });
+    }
+    uploadsInFlight++;
+    try {
+      const archive = await readRaw(ctx, PLATFORM_UPLOAD_LIMIT_BYTES);
+      if (!isZipArchive(archive)) throw invalidValue('upload', 'body', 'must be a zip archive');
+      const sha256 = createHash('sha256').update(archive).digest('hex');
+      ctx.body = await withTransaction(db, (client) => store.insertUploadAndBuild(client, env.id, archive, sha256));
+      ctx.status = 201;
+    } finally {
+      uploadsInFlight--;
+    }
   });
 
   router.get(`${ENV}/builds`, async (ctx) => {
@@ -132,8 +149,7 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
     ctx.body = build;
   });
   router.post(`${ENV}/builds/:build`, async (ctx) => {
-    const [buildId, verb] = split(ctx.params.build!, ['cancel']);
-    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
+    const [buildId] = split(ctx.params.build!, ['cancel']);
     const env = await environment(ctx);
     const build = await store.findBuild(db, env.id, parsePathParam(UuidSchema, buildId, 'build', 'build'));
     if (!build) throw platformNotFound('build');
@@ -156,14 +172,13 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   // POST .../domainMappings/{domain}:markPrimary | :revalidate | :verifyTxtRecord
   router.post(`${ENV}/domainMappings/:domain`, async (ctx) => {
     const [domainName, verb] = split(ctx.params.domain!, ['markPrimary', 'revalidate', 'verifyTxtRecord']);
-    if (!verb) throw new PlatformError(405, 'Method Not Allowed');
     const env = await environment(ctx);
     const domain = parsePathParam(DomainSchema, domainName, 'domain_mapping', 'domain');
     const mapping = await store.findDomainMapping(db, env.id, domain);
     if (!mapping) throw platformNotFound('domain_mapping');
     if (verb === 'markPrimary') {
-      await withTransaction(db, (client) => store.markPrimaryDomain(client, env.id, domain));
-      ctx.body = (await store.findDomainMapping(db, env.id, domain)) ?? notFound('domain_mapping');
+      // Thrown inside the transaction, so a domain removed meanwhile undoes the whole change.
+      ctx.body = await withTransaction(db, async (client) => (await store.markPrimaryDomain(client, env.id, domain)) ?? notFound('domain_mapping'));
       return;
     }
     // revalidate and verifyTxtRecord both look the TXT record up now (real DNS).

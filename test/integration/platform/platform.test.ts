@@ -1,5 +1,5 @@
-import type { Server } from 'node:http';
-import { gzipSync } from 'node:zlib';
+import { request as httpRequest, type Server } from 'node:http';
+import { crc32, gzipSync } from 'node:zlib';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -354,4 +354,258 @@ test('Postgres not answering (pool connect timeout): 503 with Retry-After, not 5
     silent.close();
     await stalled.end().catch(() => undefined);
   }
+});
+
+/** A new app with one environment: the environment's path. */
+async function newEnvironment(): Promise<{ envPath: string; envId: string }> {
+  const apps = `/v1/accounts/${accountId}/apps`;
+  const app = await json(await call('POST', apps, { name: uniqueId('app-') }));
+  const env = await json(await call('POST', `${apps}/${app.id}/environments`, { name: 'production' }));
+  return { envPath: `${apps}/${app.id}/environments/${env.id}`, envId: env.id };
+}
+
+/** Waits until `count` backends wait for a lock in a statement matching `like`. */
+async function lockWaiters(like: string, count: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [like]);
+    if (rows[0].n >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`never saw ${count} lock waiters on ${like}`);
+}
+
+describe('domain mappings: concurrent writes', () => {
+  const primaries = async (envId: string) =>
+    (await db.query('SELECT domain FROM platform_domain_mappings WHERE environment_id = $1 AND is_primary', [envId])).rows.map((r) => r.domain);
+
+  test('concurrent markPrimary calls for different domains: every call 200, one primary (the last to commit)', async () => {
+    const { envPath, envId } = await newEnvironment();
+    const mappings = `${envPath}/domainMappings`;
+    await call('POST', `${mappings}:replace`, { domains: ['a.example.com', 'b.example.com', 'c.example.com'] });
+    expect((await call('POST', `${mappings}/a.example.com:markPrimary`)).status).toBe(200);
+    // Deterministic interleaving: holding the primary's row makes both calls start before
+    // either has written. Unserialized, both then clear a.example.com, and the second to set
+    // its own domain hits the one-primary index (409).
+    const locker = await db.connect();
+    let calls: Array<Promise<Response>>;
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM platform_domain_mappings WHERE environment_id = $1 AND domain = 'a.example.com' FOR UPDATE`, [envId]);
+      calls = ['b.example.com', 'c.example.com'].map((domain) => call('POST', `${mappings}/${domain}:markPrimary`));
+      await lockWaiters('%platform_%', 2);
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    const answers = await Promise.all(calls);
+    expect(answers.map((r) => r.status)).toEqual([200, 200]);
+    const bodies = await Promise.all(answers.map((r) => json(r)));
+    expect(bodies.every((b) => b.is_primary)).toBe(true);
+    const [primary, ...others] = await primaries(envId);
+    expect(others).toEqual([]);
+    expect(['b.example.com', 'c.example.com']).toContain(primary);
+
+    // And a burst without help: every call answers 200, one primary remains.
+    const burst = await Promise.all(['a', 'b', 'c', 'a', 'b', 'c'].map((d) => call('POST', `${mappings}/${d}.example.com:markPrimary`)));
+    expect(burst.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(await primaries(envId)).toHaveLength(1);
+  });
+
+  test('markPrimary for a domain a replace removes meanwhile: 404, and the old primary stays primary', async () => {
+    const { envPath, envId } = await newEnvironment();
+    const mappings = `${envPath}/domainMappings`;
+    await call('POST', `${mappings}:replace`, { domains: ['old.example.com', 'gone.example.com'] });
+    await call('POST', `${mappings}/old.example.com:markPrimary`);
+    // The test holds the target's row: the call clears the old primary, then blocks setting
+    // its own; the test removes the target (as a replace does) and commits.
+    const locker = await db.connect();
+    let pending: Promise<Response>;
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM platform_domain_mappings WHERE environment_id = $1 AND domain = 'gone.example.com' FOR UPDATE`, [envId]);
+      pending = call('POST', `${mappings}/gone.example.com:markPrimary`);
+      await lockWaiters('UPDATE platform_domain_mappings SET is_primary = true%', 1);
+      await locker.query(`DELETE FROM platform_domain_mappings WHERE environment_id = $1 AND domain = 'gone.example.com'`, [envId]);
+      await locker.query('COMMIT');
+    } finally {
+      locker.release();
+    }
+    const response = await pending;
+    expect(response.status).toBe(404);
+    expect((await json(response)).errors[0]).toMatchObject({ resource: 'domain_mapping', type: 'value_unavailable' });
+    expect(await primaries(envId)).toEqual(['old.example.com']);
+  });
+});
+
+/** A zip archive holding one stored (uncompressed) file, and an optional archive comment. */
+function storedZip(name: string, content: Buffer, comment = ''): Buffer {
+  const fileName = Buffer.from(name);
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt32LE(crc32(content), 14);
+  local.writeUInt32LE(content.length, 18);
+  local.writeUInt32LE(content.length, 22);
+  local.writeUInt16LE(fileName.length, 26);
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE(20, 4);
+  central.writeUInt16LE(20, 6);
+  central.writeUInt32LE(crc32(content), 16);
+  central.writeUInt32LE(content.length, 20);
+  central.writeUInt32LE(content.length, 24);
+  central.writeUInt16LE(fileName.length, 28);
+  const directoryAt = local.length + fileName.length + content.length;
+  return Buffer.concat([local, fileName, content, central, fileName, endOfDirectory({ entries: 1, size: central.length + fileName.length, offset: directoryAt, comment })]);
+}
+function endOfDirectory({ entries = 0, size = 0, offset = 0, comment = '', commentLength = Buffer.byteLength(comment) }): Buffer {
+  const record = Buffer.alloc(22);
+  record.writeUInt32LE(0x06054b50, 0);
+  record.writeUInt16LE(entries, 8);
+  record.writeUInt16LE(entries, 10);
+  record.writeUInt32LE(size, 12);
+  record.writeUInt32LE(offset, 16);
+  record.writeUInt16LE(commentLength, 20);
+  return Buffer.concat([record, Buffer.from(comment)]);
+}
+
+describe('zip uploads', () => {
+  const upload = (envPath: string, archive: Buffer) => call('POST', `/fu${envPath}:upload`, new Uint8Array(archive), { 'content-type': 'application/zip' });
+
+  test('only an archive ending in a well-formed end-of-central-directory record is taken', async () => {
+    const { envPath } = await newEnvironment();
+    const real = storedZip('index.html', Buffer.from('<h1>hello</h1>\n'));
+    const notZips = {
+      'local header signature alone': Buffer.from('504b0304', 'hex'),
+      'local header signature and junk': Buffer.concat([Buffer.from('504b0304', 'hex'), Buffer.from('junk')]),
+      'end record signature and text': Buffer.concat([Buffer.from('504b0506', 'hex'), Buffer.from('this is not a zip')]),
+      'a real archive cut short': real.subarray(0, real.length - 1),
+      'a real archive with bytes after it': Buffer.concat([real, Buffer.from('x')]),
+      'a comment length past the end': endOfDirectory({ commentLength: 5 }),
+      'a central directory past the record': endOfDirectory({ entries: 1, size: 46, offset: 0 }),
+      'empty body': Buffer.alloc(0),
+    };
+    for (const [what, archive] of Object.entries(notZips)) {
+      const response = await upload(envPath, archive);
+      expect({ what, status: response.status }).toEqual({ what, status: 400 });
+      expect((await json(response)).errors[0]).toMatchObject({ resource: 'upload', field: 'body', type: 'invalid_value' });
+    }
+    const zips = {
+      'an empty archive': endOfDirectory({}),
+      'an empty archive with a comment': endOfDirectory({ comment: 'made by hand' }),
+      'one stored file': real,
+      'a comment that holds an end record signature': storedZip('a.txt', Buffer.from('a'), 'PK\u0005\u0006 in the comment'),
+    };
+    for (const [what, archive] of Object.entries(zips)) {
+      const response = await upload(envPath, archive);
+      expect({ what, status: response.status }).toEqual({ what, status: 201 });
+      expect((await json(response)).upload.size_bytes).toBe(archive.length);
+    }
+  });
+
+  /**
+   * An upload that has passed everything up to the body read (the server sent 100 Continue):
+   * `finish` sends the body, `abort` drops it (so a failed test leaves no request open).
+   */
+  function startUpload(path: string, length: number): Promise<{ finish(body: Buffer): Promise<number>; abort(): void }> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(`${url}${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/zip', 'content-length': String(length), expect: '100-continue' } });
+      let continued = false;
+      const status = new Promise<number>((done) =>
+        req.on('response', (response) => {
+          response.resume();
+          if (!continued) reject(new Error(`answered ${response.statusCode} before 100 Continue`));
+          done(response.statusCode!);
+        }),
+      );
+      req.on('error', reject);
+      req.on('continue', () => {
+        continued = true;
+        resolve({ finish: (body) => (req.end(body), status), abort: () => req.destroy() });
+      });
+      req.flushHeaders();
+    });
+  }
+
+  test('at most 2 uploads are received at once; a third is 503 with Retry-After, its body unread', async () => {
+    const { envPath } = await newEnvironment();
+    const archive = endOfDirectory({});
+    const receiving = [await startUpload(`/fu${envPath}:upload`, archive.length), await startUpload(`/fu${envPath}:upload`, archive.length)];
+    try {
+      const refused = await upload(envPath, archive);
+      expect(refused.status).toBe(503);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await json(refused)).errors[0]).toMatchObject({ resource: 'upload' });
+    } catch (error) {
+      receiving.forEach((u) => u.abort());
+      throw error;
+    }
+    expect(await Promise.all(receiving.map((u) => u.finish(archive)))).toEqual([201, 201]);
+    // The slots are free again.
+    expect((await upload(envPath, archive)).status).toBe(201);
+  });
+});
+
+describe('405 Method Not Allowed', () => {
+  test('every documented path called with another method: 405 with Allow; no verb where one is required: 404', async () => {
+    const { envPath } = await newEnvironment();
+    const build = '00000000-0000-4000-8000-000000000000';
+    const cases: Array<[string, string, string]> = [
+      ['POST', envPath, 'HEAD, GET, PATCH, DELETE'],
+      ['PUT', envPath, 'HEAD, GET, PATCH, DELETE'],
+      ['GET', `${envPath}:clearCache`, 'POST'],
+      ['DELETE', `${envPath}:clearCache`, 'POST'],
+      ['POST', `${envPath}/builds`, 'HEAD, GET'],
+      ['POST', `${envPath}/builds/${build}`, 'HEAD, GET'],
+      ['GET', `${envPath}/builds/${build}:cancel`, 'POST'],
+      ['POST', `${envPath}/domainMappings`, 'HEAD, GET'],
+      ['GET', `${envPath}/domainMappings:replace`, 'POST'],
+      ['GET', `${envPath}/domainMappings/www.example.com:markPrimary`, 'POST'],
+      ['GET', `/fu${envPath}:upload`, 'POST'],
+      // As the routers match: percent-encoded ':', a trailing '/', any case.
+      ['GET', `${envPath}%3AclearCache`, 'POST'],
+      ['POST', `${envPath}/`, 'HEAD, GET, PATCH, DELETE'],
+      ['POST', `${envPath}/BUILDS`, 'HEAD, GET'],
+    ];
+    for (const [method, path, allow] of cases) {
+      const response = await call(method, path);
+      expect({ method, path, status: response.status, allow: response.headers.get('allow') }).toEqual({ method, path, status: 405, allow });
+      expect((await json(response)).message).toBe('Method Not Allowed');
+    }
+    for (const path of [`${envPath}/domainMappings/www.example.com`, `/fu${envPath}`, `${envPath}:explode`]) {
+      const response = await call('POST', path);
+      expect({ path, status: response.status }).toEqual({ path, status: 404 });
+      expect((await json(response)).errors[0].resource).toBe('route');
+    }
+  });
+
+  test('every documented operation is routed (no 405, no unknown-route 404)', async () => {
+    const ids: Record<string, string> = { account: accountId, domain: 'www.example.com' };
+    for (const [template, operations] of Object.entries(PLATFORM_OPENAPI.paths)) {
+      const path = template.replace(/\{(\w+)\}/g, (_, name: string) => ids[name] ?? '00000000-0000-4000-8000-000000000000');
+      for (const method of Object.keys(operations)) {
+        const response = await call(method.toUpperCase(), path);
+        const resource = response.status === 204 ? undefined : (await json(response)).errors?.[0]?.resource;
+        expect({ method, template, routed: response.status !== 405 && resource !== 'route' }).toEqual({ method, template, routed: true });
+      }
+    }
+  });
+});
+
+describe('the OpenAPI document', () => {
+  test('declares the errors each operation can answer', () => {
+    for (const [template, operations] of Object.entries(PLATFORM_OPENAPI.paths)) {
+      for (const [method, operation] of Object.entries(operations) as Array<[string, { responses: Record<string, unknown>; requestBody?: unknown }]>) {
+        const codes = Object.keys(operation.responses);
+        expect({ template, method, codes }).toEqual({ template, method, codes: expect.arrayContaining(['400', '401', '403', '404', '429', '503']) });
+        if (operation.requestBody) expect({ template, method, codes }).toEqual({ template, method, codes: expect.arrayContaining(['413', '415']) });
+        expect(codes).not.toContain('405'); // a documented operation never answers it; the description says when it comes
+      }
+    }
+    const paths = PLATFORM_OPENAPI.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    expect(Object.keys(paths['/v1/accounts/{account}/apps/{app}/environments']!.post!.responses)).toContain('409');
+    expect(Object.keys(paths['/v1/accounts/{account}/apps']!.post!.responses)).toContain('409');
+    expect(Object.keys(paths['/v1/accounts/{account}/apps/{app}/environments/{environment}/builds/{build}:cancel']!.post!.responses)).toContain('409');
+    expect(PLATFORM_OPENAPI.info.description).toMatch(/405.*Allow/);
+  });
 });
