@@ -188,8 +188,15 @@ export async function deleteCollectionDocuments(client: SearchClient, context: K
       client.bulk({ operations: hitIds.map((id) => ({ delete: { _index: context.alias, _id: id, routing: collectionId } })), refresh: true }),
     );
     const removed = response.items.filter((item) => item.delete?.result === 'deleted' || item.delete?.status === 404).length;
-    // A round that removes nothing would repeat forever; surface it instead.
-    if (removed === 0) throw new Error(`could not delete the documents of collection ${collectionId}`);
+    // A round that removes nothing would repeat forever; surface it instead (as 503 when the
+    // index refused for a while: blocked for a migration, or overloaded).
+    if (removed === 0) {
+      const failure = response.items.find((item) => item.delete?.error)?.delete;
+      if (failure && (failure.error?.type === 'cluster_block_exception' || failure.status === 429 || failure.status >= 500)) {
+        throw new SearchUnavailableError('the knowledge base is unavailable; retry after a short delay');
+      }
+      throw new Error(`could not delete the documents of collection ${collectionId}`);
+    }
     deleted += response.items.filter((item) => item.delete?.result === 'deleted').length;
   }
 }

@@ -11,10 +11,16 @@ export class SearchUnavailableError extends Error {
   }
 }
 
-/** Connection failures, timeouts and 429/5xx answers are transient; anything else is a bug. */
+/**
+ * Connection failures, timeouts, 429/5xx answers and index blocks (an index being migrated, or
+ * a full disk) are transient; anything else is a bug.
+ */
 export function isTransientSearchError(error: unknown): boolean {
   if (error instanceof errors.ConnectionError || error instanceof errors.TimeoutError || error instanceof errors.NoLivingConnectionsError) return true;
-  if (error instanceof errors.ResponseError) return error.statusCode === 429 || (error.statusCode ?? 0) >= 500;
+  if (error instanceof errors.ResponseError) {
+    const type = (error.body as { error?: { type?: string } } | undefined)?.error?.type;
+    return error.statusCode === 429 || (error.statusCode ?? 0) >= 500 || type === 'cluster_block_exception';
+  }
   return false;
 }
 

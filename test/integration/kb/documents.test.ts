@@ -202,7 +202,7 @@ describe('POST /documents/bulk: each item on its own', () => {
 });
 
 describe('an index whose writes are blocked (kb migrate-index copying it)', () => {
-  test('bulk items are 503, retryable, not 400', async () => {
+  test('bulk items and deletes are 503, retryable, not 400 or 500', async () => {
     const prefix = `blocked-${Math.random().toString(36).slice(2, 8)}`;
     const own = await startApi({ ELASTICSEARCH_INDEX_PREFIX: prefix });
     try {
@@ -212,6 +212,11 @@ describe('an index whose writes are blocked (kb migrate-index copying it)', () =
       await own.deps.search.indices.putSettings({ index: `${prefix}-documents`, settings: { 'index.blocks.write': true } });
       const response = await client.bulk(target, [{ id: 'during', content: 'x' }]);
       expect(response.body.items[0]).toMatchObject({ id: 'during', status: 503, result: 'failed' });
+      // Deletes are refused the same way: 503 with Retry-After, and nothing is half-deleted.
+      const one = await client.call('DELETE', `/${target}/documents/before`);
+      expect([one.status, one.headers.get('retry-after')]).toEqual([503, expect.any(String)]);
+      expect((await client.call('DELETE', `/${target}`)).status).toBe(503);
+      expect((await client.call('GET', `/${target}/documents/before`)).status).toBe(200);
     } finally {
       await own.deps.search.indices.delete({ index: `${prefix}-*` }).catch(() => undefined);
       await own.close();

@@ -89,6 +89,23 @@ test('kb migrate-index copies every document with its id, routing and vector, th
   await expect(migrateKbIndex(client, { prefix, shards: 1, replicas: 0 })).resolves.toEqual({ migrated: false, index: kbIndexName(prefix), reason: 'already current' });
 });
 
+test('kb migrate-index refuses to start over a target that exists (another run, or a killed one) unless told to restart; an aborted run undoes itself', async () => {
+  await client.indices.delete({ index: `${prefix}-*`, ignore_unavailable: true });
+  await createOldIndex();
+  await client.bulk({ refresh: true, operations: [{ index: { _index: legacyIndex, _id: 'd1', routing: 'c' } }, { collection_id: 'c', content: 'kept' }] });
+  await client.indices.create({ index: kbIndexName(prefix) }); // left by a run that was killed
+  await expect(migrateKbIndex(client, { prefix, shards: 1, replicas: 0 })).rejects.toThrow('--restart');
+
+  const stop = new AbortController();
+  stop.abort(new Error('interrupted'));
+  await expect(migrateKbIndex(client, { prefix, shards: 1, replicas: 0, restart: true, signal: stop.signal })).rejects.toThrow('interrupted');
+  // Undone: the old index serves and takes writes again, the partial copy is gone.
+  expect(await client.indices.exists({ index: kbIndexName(prefix) })).toBe(false);
+  await client.index({ index: kbAlias(prefix), id: 'd2', routing: 'c', document: { collection_id: 'c', content: 'written after' } });
+
+  await expect(migrateKbIndex(client, { prefix, shards: 1, replicas: 0, restart: true })).resolves.toMatchObject({ migrated: true, documents: 2 });
+});
+
 test('a new index maps metadata as one flattened field, and the old per-key upgrade leaves it alone', async () => {
   await client.indices.delete({ index: `${prefix}-*`, ignore_unavailable: true });
   const legacy: string[] = [];
