@@ -17,8 +17,10 @@ const indexes = new WeakMap<Deps, Promise<string>>();
 
 export async function kbEmbedder(deps: Deps): Promise<Embedder | null> {
   const cached = embedders.get(deps);
-  // A local model whose worker died is loaded again (its calls would all fail).
+  // A local model whose worker died is loaded again (its calls would all fail), once: the
+  // first caller to see it replaces it; the others take that replacement.
   if (cached && (await cached)?.usable !== false) return cached;
+  if (cached && embedders.get(deps) !== cached) return kbEmbedder(deps);
   if (cached) deps.logger.warn('embedding model worker died; loading the model again');
   const embedder = createEmbedder(deps.config, deps.logger);
   embedders.set(deps, embedder);

@@ -11,8 +11,8 @@ const BATCH_SIZE = 16;
 
 type Pending = { resolve: (vectors: number[][]) => void; reject: (error: Error) => void };
 
-// A job waits behind the others in the worker's queue; one not answered in this time (a wedged
-// worker) fails, so no request hangs on it.
+// A job waits behind the others in the worker's queue; one not answered in this time means a
+// wedged worker: it is stopped (every job fails, the owner loads a new one), so no request hangs.
 const JOB_TIMEOUT_MS = 120_000;
 
 /**
@@ -97,8 +97,8 @@ export class LocalOnnxEmbedder implements Embedder {
     return new Promise<number[][]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new Error(`embedding took more than ${JOB_TIMEOUT_MS / 1000} s`));
+        this.failAll(new Error(`embedding took more than ${JOB_TIMEOUT_MS / 1000} s; the model worker was stopped`));
+        void this.worker.terminate();
       }, JOB_TIMEOUT_MS);
       this.worker.ref(); // keep the process alive while a job is in flight
       this.worker.postMessage({ id, batch });
