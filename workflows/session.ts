@@ -128,6 +128,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   });
 
   const setStatus = (status: string) => upsertSearchAttributes({ SessionStatus: [status] });
+  // Current details are query state, not history: setting them adds no command to replay.
+  setCurrentDetails('Idle: no run in flight');
 
   /** Runs turns until the run stops, fails or pauses for client tools. */
   async function runCycle(

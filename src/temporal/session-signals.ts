@@ -1,4 +1,3 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Deps } from '../deps';
 import { SEARCH_ATTRIBUTES, SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, SIGNAL_TITLE_CHANGED, sessionWorkflowId } from './names';
 
@@ -19,31 +18,39 @@ export interface SessionWorkflowInput {
  * events stay unprocessed and the worker's reconciler signals again later.
  */
 /**
- * Tells a running session workflow its session's new title (for the memo). A workflow that
- * is not running needs nothing: the next signalWithStart starts it with the current title.
+ * Tells the session's workflow its new title (for the memo), starting it if needed: a rename
+ * racing the session's first message must not leave the memo with the title that message's
+ * request read before the rename committed (signals are applied in order, each carrying the
+ * title of its time).
  */
-export async function signalTitleChanged(deps: Deps, sessionId: string, title: string | null): Promise<void> {
+export async function signalTitleChanged(deps: Deps, session: SessionRef): Promise<void> {
   const client = await deps.temporal.get();
-  try {
-    await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(SIGNAL_TITLE_CHANGED, title ?? '');
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-  }
+  await client.workflow.signalWithStart('sessionWorkflow', { ...startOptions(deps, session), signal: SIGNAL_TITLE_CHANGED, signalArgs: [session.title ?? ''] as [string] });
 }
 
 export async function signalSession(deps: Deps, session: SessionRef, kind: 'events' | 'interrupt' = 'events', runId?: string): Promise<void> {
   const client = await deps.temporal.get();
   await client.workflow.signalWithStart('sessionWorkflow', {
-    workflowId: sessionWorkflowId(session.id),
-    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-    args: [{ sessionId: session.id } satisfies SessionWorkflowInput],
+    ...startOptions(deps, session),
     signal: kind === 'interrupt' ? SIGNAL_INTERRUPT : SIGNAL_EVENTS_APPENDED,
     signalArgs: [kind === 'interrupt' ? (runId ?? null) : null] as [string | null],
+  });
+}
+
+/** How a session's workflow is started (by whichever signal comes first). */
+function startOptions(deps: Deps, session: SessionRef) {
+  return {
+    workflowId: sessionWorkflowId(session.id),
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [{ sessionId: session.id } satisfies SessionWorkflowInput] as [SessionWorkflowInput],
     searchAttributes: {
       [SEARCH_ATTRIBUTES.projectId]: [session.project_id],
       [SEARCH_ATTRIBUTES.agentId]: [session.agent_id],
+      // Idle until a run starts: an execution a reset made (which starts with these) is found
+      // by a SessionStatus search before its first run too.
+      [SEARCH_ATTRIBUTES.sessionStatus]: ['idle'],
     },
     memo: { title: session.title ?? '' },
     staticSummary: `Session ${session.id}${session.title ? `: ${session.title}` : ''}`,
-  });
+  };
 }

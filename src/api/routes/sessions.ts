@@ -108,9 +108,9 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
       if ('error' in result) throw badRequest(result.error.message, result.error.param);
       return updateSessionFields(client, current.id, result.fields);
     });
-    // The workflow's memo follows the title; the PATCH is done either way (the next start uses the row's title).
+    // The workflow's memo follows the title; the PATCH is done either way.
     if (patch.title !== undefined && patch.title !== session.title) {
-      await signalTitleChanged(deps, row.id, row.title).catch((error) => ctx.state.log.warn({ err: error, session_id: row.id }, 'session title signal failed'));
+      await signalTitleChanged(deps, row).catch((error) => ctx.state.log.warn({ err: error, session_id: row.id }, 'session title signal failed'));
     }
     ctx.body = await present(row);
   });

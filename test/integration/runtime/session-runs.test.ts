@@ -406,3 +406,28 @@ test('operators see the session in Temporal: search attributes, memo title and s
   for (let i = 0; i < 50 && (await handle.describe()).memo?.title !== 'Billing question'; i++) await new Promise((r) => setTimeout(r, 100));
   expect((await handle.describe()).memo).toEqual({ title: 'Billing question' });
 });
+
+test('a rename before the first message starts the workflow with the new title, idle, so no later start can bring back the old one', async () => {
+  // (A rename racing the first message used to be dropped: its signal found no workflow, and
+  // the message's request started one with the title it had read before the rename.)
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  const renamed = await fetch(`${api.url}/v1/sessions/${session.sessionId}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ title: 'Renamed early' }),
+  });
+  expect(renamed.status).toBe(200);
+  const client = await api.deps.temporal.get();
+  const handle = client.workflow.getHandle(`session/${session.sessionId}`);
+  let description = await handle.describe();
+  for (let i = 0; i < 50 && description.memo?.title !== 'Renamed early'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    description = await handle.describe();
+  }
+  expect(description.memo).toEqual({ title: 'Renamed early' });
+  expect(description.searchAttributes).toMatchObject({ SessionStatus: ['idle'] });
+  expect((await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails).toBe('Idle: no run in flight');
+  // The session runs as usual afterwards.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('after the rename') }]);
+  expect((await waitForEvent(api.deps, session.sessionId, 'closing')).event.stop_reason).toBe('end_turn');
+});
