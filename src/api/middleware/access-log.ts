@@ -12,7 +12,7 @@ export function accessLog(): Middleware {
     } finally {
       const duration_ms = Number(process.hrtime.bigint() - started) / 1e6;
       ctx.state.log.info(
-        { method: ctx.method, path: ctx.path, status: ctx.state.clientClosed ? 499 : ctx.status, duration_ms: Math.round(duration_ms * 100) / 100 },
+        { method: ctx.method, path: ctx.path, status: ctx.state.clientClosed || (ctx.res.destroyed && !ctx.res.writableFinished) ? 499 : ctx.status, duration_ms: Math.round(duration_ms * 100) / 100 },
         'request',
       );
     }

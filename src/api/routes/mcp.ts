@@ -27,13 +27,19 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
     async (ctx) => {
       const server = buildMcpServer(deps, ctx.state.principal!);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      ctx.res.on('close', () => {
-        void transport.close();
-        void server.close();
-      });
+      // A client that hangs up mid-call: the transport's close never settles the request it
+      // is handling, so the route stops waiting on the close itself (and logs it as such).
+      const closed = new Promise<void>((resolve) =>
+        ctx.res.once('close', () => {
+          if (!ctx.res.writableFinished) ctx.state.clientClosed = true;
+          void transport.close();
+          void server.close();
+          resolve();
+        }),
+      );
       await server.connect(transport);
       ctx.respond = false; // the transport writes the response itself
-      await transport.handleRequest(ctx.req, ctx.res, ctx.request.body);
+      await Promise.race([transport.handleRequest(ctx.req, ctx.res, ctx.request.body), closed]);
     },
   );
   return router;

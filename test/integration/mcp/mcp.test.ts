@@ -206,6 +206,23 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     await client.close();
   }, 40_000);
 
+  test('a client that hangs up during a tool call ends its request at once: logged as 499, not left pending', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
+    const logsBefore = api.logs.length;
+    const controller = new AbortController();
+    const call = fetch(`${api.url}/v1/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'run_site_ability', arguments: { site_id: siteId, ability: 'slow/drip' } } }),
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 500);
+    await expect(call).rejects.toThrow();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const access = api.logs.slice(logsBefore).map((line) => JSON.parse(line)).find((l) => l.msg === 'request' && l.path === '/v1/mcp');
+    expect(access).toMatchObject({ status: 499 });
+  });
+
   test('a site that cannot verify the signature (wrong secret) refuses: the tool reports the error', async () => {
     const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
     const real = fakeSite.secret;

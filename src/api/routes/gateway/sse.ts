@@ -83,7 +83,12 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
       if (part.type === 'finish') usage = part.usage;
       if (part.type === 'error') {
         usage = part.usage;
-        if (!res.destroyed) await write(protocol.encodeError(part.error));
+        if (res.destroyed) {
+          // The client left, which aborted the upstream stream: not the provider's failure.
+          ctx.state.log.info('client closed the connection during the stream');
+          break;
+        }
+        await write(protocol.encodeError(part.error));
         ctx.state.log.warn({ error: part.error.message, cause: String((part.error.cause as Error | undefined)?.message ?? '') }, 'upstream stream failed after it began');
         break;
       }
