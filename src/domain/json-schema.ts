@@ -15,6 +15,9 @@ import Ajv2020 from 'ajv/dist/2020';
  */
 const draft07 = new Ajv({ strict: false, allErrors: false, validateFormats: false });
 const draft2020 = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
+// Ajv refuses draft-04's `id` outright; read as draft-07, it is an unknown keyword, ignored as
+// providers ignore it.
+for (const ajv of [draft07, draft2020]) ajv.removeKeyword('id');
 const COMPILE_MAX_CHARS = 64 * 1024;
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>

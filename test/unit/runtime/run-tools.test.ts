@@ -59,6 +59,10 @@ test('validateToolInput reads another declared draft as draft-07, and a schema t
   const id = 'https://tenant.example/schemas/shared';
   const seats = { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] };
   expect(validateToolInput({ $schema: 'http://json-schema.org/draft-04/schema#', $id: id, ...seats }, { seats: 2 })).toBeUndefined();
+  // draft-04 names its ids `id`: an unknown keyword in draft-07, ignored.
+  const draft04 = { $schema: 'http://json-schema.org/draft-04/schema#', id: 'urn:booking', ...seats };
+  expect(jsonSchemaError(draft04, { compile: true })).toBeUndefined();
+  expect(validateToolInput(draft04, {})).toEqual({ field: 'seats', message: 'missing required field seats' });
   expect(validateToolInput({ $schema: 'https://json-schema.org/draft/2019-09/schema', ...seats }, { seats: 'x' })).toEqual({ field: 'seats', message: 'seats must be integer' });
   // Another tenant's schema with the same $id and a reference to nothing: reported, never thrown.
   expect(validateToolInput({ $id: id, type: 'object', properties: { a: { $ref: '#/definitions/missing' } } }, { a: 1 })?.message).toMatch(/input schema cannot be used/);
