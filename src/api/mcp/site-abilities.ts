@@ -2,6 +2,7 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { fetch, type Response } from 'undici';
 import { namesNonPublicHost, NonPublicAddressError, publicOnlyDispatcher } from '../../net/public-address';
+import { JsonTextError, parseJsonText } from '../../json-text';
 
 /**
  * The gateway → site ability protocol (docs/sites-mcp-analytics.md, "Site abilities").
@@ -125,9 +126,11 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
   }
   let parsed: unknown;
   try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    throw new SiteCallError(`the site answered ${response.status} with a body that is not JSON`, 'execution_failed');
+    // The request bodies' rules (depth, surrogates): an answer nested too deep to pass on is the site's failure.
+    parsed = text ? parseJsonText(text) : undefined;
+  } catch (error) {
+    const why = error instanceof JsonTextError && error.kind !== 'syntax' ? `JSON the gateway cannot pass on (${error.message.replace('request body', 'the answer')})` : 'a body that is not JSON';
+    throw new SiteCallError(`the site answered ${response.status} with ${why}`, 'execution_failed');
   }
   if (!response.ok) {
     const detail = parsed as { code?: unknown; message?: unknown } | undefined;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Deps } from '../../deps';
 import { sitePrivateAddressesAllowed } from '../../config';
 import type { Principal } from '../../auth/principal';
-import { SITE_STATUSES } from '../../domain/sites';
+import { SITE_ID_PATTERN, SITE_STATUSES } from '../../domain/sites';
 import { decryptSiteSecret } from '../../domain/site-secret';
 import { databaseUnavailable } from '../../store/db-errors';
 import { connectedSiteIds, findSiteById, listProjectSites, type SiteRow } from '../../store/sites';
@@ -89,7 +89,8 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
     if (!actingUser) {
       return { error: toolError('permission_denied', `${tool} needs a personal MCP key (bound to a user); this key has no acting user and can use ping and list_account_sites only`) };
     }
-    const site: SiteRow | undefined = await findSiteById(deps.db, siteId);
+    // A text that cannot be a site id (NUL, any length) is not looked up: not found, like any absent site.
+    const site: SiteRow | undefined = SITE_ID_PATTERN.test(siteId) ? await findSiteById(deps.db, siteId) : undefined;
     if (!site || site.project_id !== projectId) return { error: toolError('not_found', `no site '${siteId}' in this key's project`) };
     if (site.status !== 'active') return { error: toolError('permission_denied', `the site is ${site.status}`) };
     const connected = await connectedSiteIds(deps.db, actingUser, [site.site_id]);

@@ -75,6 +75,10 @@ async function startFakeSite(): Promise<FakeSite> {
         setTimeout(() => response.destroy(), 50);
         return;
       }
+      if (ability === 'deep/output') {
+        response.writeHead(200, { 'content-type': 'application/json' });
+        return response.end(`{"output": ${'['.repeat(10_000)}${']'.repeat(10_000)}}`);
+      }
       return send(404, { code: 'not_found', message: `no ability ${ability}` });
     }
     send(404, { message: 'no route' });
@@ -221,6 +225,16 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const access = api.logs.slice(logsBefore).map((line) => JSON.parse(line)).find((l) => l.msg === 'request' && l.path === '/v1/mcp');
     expect(access).toMatchObject({ status: 499 });
+  });
+
+  test('an answer nested too deep to pass on is the site failing (execution_failed); a site id that cannot be one is not_found', async () => {
+    const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
+    const client = await connect(key);
+    const deep = await client.callTool({ name: 'run_site_ability', arguments: { site_id: siteId, ability: 'deep/output' } });
+    expect(structured(deep).error).toMatchObject({ code: 'execution_failed', message: expect.stringContaining('deeper than 128 levels') });
+    const nul = await client.callTool({ name: 'list_site_abilities', arguments: { site_id: 'site_\u0000' } });
+    expect(structured(nul).error).toMatchObject({ code: 'not_found' });
+    await client.close();
   });
 
   test('a site that cannot verify the signature (wrong secret) refuses: the tool reports the error', async () => {
