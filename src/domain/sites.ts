@@ -19,23 +19,24 @@ const maxChars = (max: number) => z.string().refine((v) => charCount(v) <= max, 
 /**
  * `site_url`: an http(s) URL with a host, at most 2048 bytes (UTF-8). The gateway calls
  * `{site_url}/wp-json/gateway/v1/...`, so a query or fragment (which that path could not
- * follow, an empty `?` included) and surrounding whitespace (which the URL parser drops
- * silently) are refused. The host must be written as `scheme://host`: the parser would
+ * follow, an empty `?` included) and whitespace are refused. The host must be written as `scheme://host`: the parser would
  * infer one from `http:example.com` or `http:///example.com`. Credentials (`user:pw@`)
  * are refused: the site's calls cannot send them, and listings would show them.
  */
 const siteUrl = z
   .string()
   .refine((v) => Buffer.byteLength(v, 'utf8') <= SITE_URL_MAX_BYTES, `must be at most ${SITE_URL_MAX_BYTES} bytes`)
-  .refine((v) => v === v.trim(), 'must not begin or end with whitespace')
+  // The URL parser drops tabs and newlines anywhere and spaces at the ends, silently: the stored
+  // text would not be the URL the gateway calls.
+  .refine((v) => !/[\s\p{Cc}]/u.test(v), 'must not contain whitespace or control characters')
   .refine((v) => {
     try {
       const url = new URL(v);
-      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.port !== '0';
     } catch {
       return false;
     }
-  }, 'must be an absolute http(s) URL with a scheme and a host')
+  }, 'must be an absolute http(s) URL with a scheme and a host (and a port other than 0)')
   .refine((v) => !/^https?:\/\/[^/?#]*@/i.test(v), 'must not carry credentials (user:password@)')
   .refine((v) => /^https?:\/\/[^/?#]/i.test(v), 'must be an absolute http(s) URL written scheme://host')
   .refine((v) => !URL.canParse(v) || (new URL(v).search === '' && !v.includes('?') && !v.includes('#')), 'must not have a query or a fragment: abilities are called under {site_url}/wp-json/');
