@@ -1,6 +1,7 @@
 import type { AdminExtension } from './admin-extensions';
 import { hashPassword, INSTALL_ENVIRONMENTS, UuidSchema } from '../domain/platform';
-import { revokeOAuthClientTokens } from '../store/oauth';
+import { withTransaction } from '../store/db';
+import { revokeOAuthClient } from '../store/oauth';
 import { connectSiteUser, disconnectSiteUser, setAsyncExecution, setSiteStatus } from '../store/sites';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../store/platform';
 
@@ -30,9 +31,12 @@ const siteStatus = (status: 'active' | 'revoked' | 'suspended'): AdminExtension 
 export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
   {
     command: 'oauth revoke-client',
-    usage: 'oauth revoke-client --client-id C   (revokes every live OAuth access token of that client; it must authenticate again)',
+    usage: 'oauth revoke-client --client-id C   (the client gets no more tokens and the ones it holds stop working)',
     async run(db, flags) {
-      return { client_id: need(flags, 'client-id'), revoked_tokens: await revokeOAuthClientTokens(db, need(flags, 'client-id')) };
+      const clientId = need(flags, 'client-id');
+      const revoked = await withTransaction(db, (client) => revokeOAuthClient(client, clientId));
+      if (revoked === undefined) throw new Error(`no OAuth client with id ${clientId}`);
+      return { client_id: clientId, revoked: true, revoked_tokens: revoked };
     },
   },
   siteStatus('active'),

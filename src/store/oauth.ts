@@ -8,6 +8,7 @@ export interface OAuthClientRow {
   registered_by: string;
   metadata: Record<string, unknown>;
   created_at: Date;
+  revoked_at: Date | null;
 }
 
 export async function insertOAuthClient(
@@ -18,7 +19,7 @@ export async function insertOAuthClient(
   const { rows } = await db.query<OAuthClientRow>(
     `INSERT INTO oauth_clients (client_id, client_secret_hash, account_id, registered_by, metadata)
      SELECT $1, $2, id, $4, $5 FROM accounts WHERE id = $3
-     RETURNING client_id, client_secret_hash, account_id, registered_by, metadata, created_at`,
+     RETURNING client_id, client_secret_hash, account_id, registered_by, metadata, created_at, revoked_at`,
     [client.clientId, client.secretHash, client.accountId, client.registeredBy, JSON.stringify(client.metadata)],
   );
   return rows[0];
@@ -26,7 +27,7 @@ export async function insertOAuthClient(
 
 export async function findOAuthClient(db: Queryable, clientId: string): Promise<OAuthClientRow | undefined> {
   const { rows } = await db.query<OAuthClientRow>(
-    'SELECT client_id, client_secret_hash, account_id, registered_by, metadata, created_at FROM oauth_clients WHERE client_id = $1',
+    'SELECT client_id, client_secret_hash, account_id, registered_by, metadata, created_at, revoked_at FROM oauth_clients WHERE client_id = $1',
     [clientId],
   );
   return rows[0];
@@ -61,8 +62,14 @@ export async function findOAuthAccessTokenByHash(db: Queryable, hash: Buffer): P
   return rows[0];
 }
 
-/** Revokes every live access token of an OAuth client (the admin CLI's `oauth revoke-client`); returns how many. */
-export async function revokeOAuthClientTokens(db: Queryable, clientId: string): Promise<number> {
+/**
+ * Revokes an OAuth client (the admin CLI's `oauth revoke-client`): its secret gets no more
+ * tokens and its live tokens stop working. Returns how many tokens were live, or undefined
+ * when there is no such client.
+ */
+export async function revokeOAuthClient(db: Queryable, clientId: string): Promise<number | undefined> {
+  const client = await db.query('UPDATE oauth_clients SET revoked_at = COALESCE(revoked_at, now()) WHERE client_id = $1', [clientId]);
+  if (client.rowCount !== 1) return undefined;
   const { rowCount } = await db.query('UPDATE oauth_access_tokens SET revoked_at = now() WHERE client_id = $1 AND revoked_at IS NULL AND expires_at > now()', [clientId]);
   return rowCount ?? 0;
 }

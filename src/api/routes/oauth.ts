@@ -233,7 +233,7 @@ async function authenticateClient(deps: Deps, header: string, params: TokenReque
   if (!id.success) throw invalidClient();
   const client = await findOAuthClient(deps.db, id.data);
   const matches = client && timingSafeEqual(client.client_secret_hash, hashSecret(secret));
-  if (!client || !matches || client.metadata.token_endpoint_auth_method !== method) throw invalidClient();
+  if (!client || !matches || client.metadata.token_endpoint_auth_method !== method || client.revoked_at) throw invalidClient();
   return client;
 }
 

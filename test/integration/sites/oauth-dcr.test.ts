@@ -79,17 +79,19 @@ describe('OAuth Dynamic Client Registration → token → POST /v1/sites', () =>
     expect(elsewhere.status).toBe(401);
   });
 
-  test('admin oauth revoke-client: every live token of the client is refused on its next use; the client can get a new one', async () => {
+  test('admin oauth revoke-client: its live tokens are refused on their next use, and its secret gets no new one; an unknown id is an error', async () => {
     const client = await json(await registerClient({ client_name: 'to revoke' }));
     const token = (await json(await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret)))).access_token;
     const register = (accessToken: string) =>
       fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: `https://${uniqueId('r')}.example.com` }) });
     expect((await register(token)).status).toBe(201);
-    const { stdout } = await promisify(execFile)('npx', ['tsx', 'src/bin/admin.ts', 'oauth', 'revoke-client', '--client-id', client.client_id], { env: { ...process.env, DATABASE_URL: api.deps.config.DATABASE_URL } });
-    expect(JSON.parse(stdout)).toEqual({ client_id: client.client_id, revoked_tokens: 1 });
+    const admin = (...args: string[]) => promisify(execFile)('npx', ['tsx', 'src/bin/admin.ts', ...args], { env: { ...process.env, DATABASE_URL: api.deps.config.DATABASE_URL } });
+    const { stdout } = await admin('oauth', 'revoke-client', '--client-id', client.client_id);
+    expect(JSON.parse(stdout)).toEqual({ client_id: client.client_id, revoked: true, revoked_tokens: 1 });
     expect((await register(token)).status).toBe(401);
-    const fresh = (await json(await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret)))).access_token;
-    expect((await register(fresh)).status).toBe(200);
+    const again = await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret));
+    expect([again.status, (await json(again)).error]).toEqual([401, 'invalid_client']);
+    await expect(admin('oauth', 'revoke-client', '--client-id', 'client_nope')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('no OAuth client with id client_nope') });
   });
 
   test('client_secret_post clients authenticate in the body', async () => {
