@@ -1,16 +1,12 @@
 import type { AdminExtension } from './admin-extensions';
+import { need } from './admin-flags';
 import { hashPassword, INSTALL_ENVIRONMENTS, UuidSchema } from '../domain/platform';
 import { withTransaction } from '../store/db';
 import { revokeOAuthClient } from '../store/oauth';
-import { connectSiteUser, disconnectSiteUser, setAsyncExecution, setSiteStatus } from '../store/sites';
+import { connectSiteUser, disconnectSiteUser, findSiteById, setAsyncExecution, setSiteStatus } from '../store/sites';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../store/platform';
 
 /** Admin commands for registered sites and the platform API (console actions the spec does not show). */
-const need = (flags: Record<string, string | undefined>, name: string): string => {
-  const value = flags[name];
-  if (!value) throw new Error(`--${name} is required`);
-  return value;
-};
 /** Platform ids are UUIDs: a malformed one is named here rather than by a database error. */
 const needUuid = (flags: Record<string, string | undefined>, name: string): string => {
   const parsed = UuidSchema.safeParse(need(flags, name));
@@ -65,8 +61,10 @@ export const SITE_AND_PLATFORM_COMMANDS: AdminExtension[] = [
     command: 'site disconnect-user',
     usage: 'site disconnect-user --id SITE_ID --subject IDP_SUBJECT',
     async run(db, flags) {
-      const removed = await disconnectSiteUser(db, need(flags, 'id'), need(flags, 'subject'));
-      return { site_id: flags.id, subject: flags.subject, removed };
+      const siteId = need(flags, 'id');
+      if (!(await findSiteById(db, siteId))) throw new Error(`no site with id ${siteId}`);
+      const removed = await disconnectSiteUser(db, siteId, need(flags, 'subject'));
+      return { site_id: siteId, subject: flags.subject, removed };
     },
   },
   {

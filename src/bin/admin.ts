@@ -4,13 +4,14 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
 import { createPool } from '../store/db';
 import { migrate } from '../store/migrate';
-import { createAccount, createProject } from '../store/accounts';
+import { accountExists, createAccount, createProject, findProject } from '../store/accounts';
 import { listApiKeys, revokeApiKey } from '../store/api-keys';
 import { issueApiKey, issueServiceToken } from '../auth/provisioning';
 import { parseScopeList, PRESETS, type Preset } from '../auth/scopes';
 import { signDevIdpToken } from '../auth/tokens';
 import { getBalanceNano, grantCredits, NANO_PER_CREDIT } from '../billing/credits';
 import { ADMIN_EXTENSIONS } from './admin-extensions';
+import { need, type Flags } from './admin-flags';
 
 /**
  * The console, as a CLI: `npm run -s admin -- <command> [--flags]`.
@@ -29,28 +30,27 @@ const USAGE = `commands:
   dev-credentials            (creates or prints .data/dev-credentials.json)
 ${ADMIN_EXTENSIONS.map((e) => `  ${e.usage}`).join('\n')}`;
 
-type Flags = Record<string, string | undefined>;
-
-function need(flags: Flags, name: string): string {
-  const value = flags[name];
-  if (!value) throw new Error(`--${name} is required`);
-  return value;
-}
 
 const json = (value: unknown) =>
   JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v), 2);
 
 async function main(): Promise<void> {
+  // Strict: a misspelt flag (`--scope`) or one without its value is an error, never ignored or
+  // read as "true".
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    strict: false,
-    options: Object.fromEntries(
-      ['name', 'account', 'project', 'preset', 'scopes', 'type', 'owner-subject', 'id', 'credits', 'client-id', 'subject', 'password', 'username', 'enabled'].map(
-        (name) => [name, { type: 'string' as const }],
+    strict: true,
+    options: {
+      ...Object.fromEntries(
+        ['name', 'account', 'project', 'preset', 'scopes', 'type', 'owner-subject', 'id', 'credits', 'client-id', 'subject', 'password', 'username', 'enabled'].map(
+          (name) => [name, { type: 'string' as const }],
+        ),
       ),
-    ),
+      restart: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
   });
-  const flags = values as Flags;
+  const flags = Object.fromEntries(Object.entries(values).map(([name, value]) => [name, value === true ? 'true' : value === false ? undefined : value])) as Flags;
   if (positionals.length === 0 || positionals[0] === 'help' || flags.help) {
     process.stdout.write(`${USAGE}\n`);
     return;
@@ -94,21 +94,25 @@ async function run(command: string, positionals: string[], flags: Flags, db: Ret
       return { id, revoked: true };
     }
     case 'key list':
-      return { data: await listApiKeys(db, need(flags, 'project')) };
+      return { data: await listApiKeys(db, await existingProject(db, need(flags, 'project'))) };
     case 'credits grant': {
       const credits = need(flags, 'credits');
       if (!/^\d+(\.\d{1,9})?$/.test(credits)) throw new Error('--credits must be a positive number');
       const [whole, fraction = ''] = credits.split('.');
       const nano = BigInt(whole!) * NANO_PER_CREDIT + BigInt(fraction.padEnd(9, '0'));
+      if (nano > MAX_GRANT_NANO) throw new Error(`--credits must be at most ${MAX_GRANT_NANO / NANO_PER_CREDIT}`);
       const balance = await grantCredits(db, need(flags, 'project'), nano, 'admin grant');
       return { project_id: flags.project, balance_nano: balance };
     }
     case 'credits show':
-      return { project_id: flags.project, balance_nano: await getBalanceNano(db, need(flags, 'project')) };
+      return { project_id: flags.project, balance_nano: await getBalanceNano(db, await existingProject(db, need(flags, 'project'))) };
     case 'service-token create':
       return issueServiceToken(db, need(flags, 'account'), need(flags, 'client-id'));
-    case 'idp-token create':
-      return { token: await signDevIdpToken(config, { subject: need(flags, 'subject'), accountIds: [need(flags, 'account')] }) };
+    case 'idp-token create': {
+      const accountId = need(flags, 'account');
+      if (!(await accountExists(db, accountId))) throw new Error(`no account with id ${accountId}`);
+      return { token: await signDevIdpToken(config, { subject: need(flags, 'subject'), accountIds: [accountId] }) };
+    }
     default:
       if (positionals[0] === 'dev-credentials') return devCredentials(db);
       for (const extension of ADMIN_EXTENSIONS) {
@@ -116,6 +120,14 @@ async function run(command: string, positionals: string[], flags: Flags, db: Ret
       }
       throw new Error(`unknown command '${positionals.join(' ')}'\n${USAGE}`);
   }
+}
+
+// Balances are bigint nano-credits: one grant stays far below their limit (2^63 - 1).
+const MAX_GRANT_NANO = 1_000_000_000n * NANO_PER_CREDIT;
+
+async function existingProject(db: ReturnType<typeof createPool>, projectId: string): Promise<string> {
+  if (!(await findProject(db, projectId))) throw new Error(`no project with id ${projectId}`);
+  return projectId;
 }
 
 /** First start: a development account, project with credits and an `all` key, kept in .data/. */
@@ -133,8 +145,17 @@ async function devCredentials(db: ReturnType<typeof createPool>) {
 }
 
 main().catch((error: Error & { code?: string; detail?: string }) => {
-  // A foreign key the database refuses names the missing record (e.g. an unknown account id).
-  const message = error.code === '23503' && error.detail ? `no such record: ${error.detail}` : error.message;
+  const message = error.code === '23503' && error.detail ? missingRecord(error.detail) : error.message;
   process.stderr.write(`admin: ${message}\n`);
   process.exit(1);
 });
+
+/**
+ * A foreign key the database refused, as the record that is missing: `Key (project_id)=(proj_x)
+ * is not present in table "projects".` becomes `no project with id proj_x`.
+ */
+function missingRecord(detail: string): string {
+  const match = /^Key \(\w+\)=\((.*)\) is not present in table "(\w+)"/.exec(detail);
+  if (!match) return `no such record: ${detail}`;
+  return `no ${match[2]!.replace(/_/g, ' ').replace(/s$/, '')} with id ${match[1]}`;
+}

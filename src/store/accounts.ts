@@ -22,8 +22,12 @@ export async function createProject(db: Queryable, accountId: string, name: stri
      INSERT INTO project_credits (project_id) SELECT id FROM p`,
     [id, accountId, name],
   );
-  if (rowCount === 0) throw new Error(`account ${accountId} does not exist`);
+  if (rowCount === 0) throw new Error(`no account with id ${accountId}`);
   return { id };
+}
+
+export async function accountExists(db: Queryable, accountId: string): Promise<boolean> {
+  return ((await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId])).rowCount ?? 0) > 0;
 }
 
 export async function findProject(db: Queryable, projectId: string): Promise<ProjectRow | undefined> {

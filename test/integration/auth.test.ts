@@ -273,4 +273,16 @@ describe('admin CLI', () => {
     // An owner subject without --type personal would be dropped: refused, saying so.
     await expect(admin('key', 'create', '--project', project.id, '--preset', 'all', '--owner-subject', 'someone')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('--owner-subject needs --type personal') });
   });
+
+  test('a misspelt flag, a flag without its value, a blank name or an unknown id is an error naming it, never a silent default', async () => {
+    const refused = (stderr: string, ...args: string[]) => expect(admin(...args)).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining(stderr) });
+    await refused("Unknown option '--scope'", 'key', 'create', '--project', 'proj_x', '--preset', 'restricted', '--scope', 'chat=write');
+    await refused("'--name <value>' argument missing", 'account', 'create', '--name');
+    await refused('--name must not be blank', 'account', 'create', '--name', '  ');
+    await refused('no project with id proj_nope', 'credits', 'show', '--project', 'proj_nope');
+    await refused('no project with id proj_nope', 'key', 'list', '--project', 'proj_nope');
+    await refused('no account with id acct_nope', 'idp-token', 'create', '--subject', 'u', '--account', 'acct_nope');
+    await refused('no account with id acct_nope', 'service-token', 'create', '--account', 'acct_nope', '--client-id', 'c');
+    await refused('no site with id site_nope', 'site', 'disconnect-user', '--id', 'site_nope', '--subject', 'u');
+  });
 });
