@@ -142,6 +142,8 @@ function keyedRecord<V extends z.ZodType>(pattern: RegExp, keyRule: string, valu
 
 const METADATA_KEY = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,127}$/;
 const METADATA_KEY_RULE = 'metadata keys are 1-128 characters from A-Z a-z 0-9 _ : - and start with a letter, digit or _';
+/** A record keyed by metadata keys, as documents, search filters and agent filter ceilings name them. */
+export const metadataKeyed = <V extends z.ZodType>(value: V) => keyedRecord(METADATA_KEY, METADATA_KEY_RULE, value);
 // The type first, then each limit with its own message (a union's error would hide which limit failed).
 const metadataValue = z.union([z.string(), z.array(z.string())], { error: 'metadata values must be strings or arrays of strings' }).superRefine((value, ctx) => {
   if (Array.isArray(value) && value.length > KB_LIMITS.metadataValues) {
@@ -203,16 +205,16 @@ export interface KbDocument {
 // -------------------------------------------------------------------- filters
 
 /** A filter value: a stored value can be no longer than this, so a longer one is a mistake. */
-export const filterValue = z
-  .string()
-  .min(1)
-  .refine((v) => codePoints(v) <= KB_LIMITS.filterValueChars, `filter values are at most ${KB_LIMITS.filterValueChars} characters`);
+const anyFilterValue = z.string().refine((v) => codePoints(v) <= KB_LIMITS.filterValueChars, `filter values are at most ${KB_LIMITS.filterValueChars} characters`);
+/** Type, uri and language are never stored empty; a metadata value may be, so a filter may look for it. */
+export const filterValue = anyFilterValue.min(1);
+export const metadataFilterValue = anyFilterValue;
 
-const oneOrMany = z
-  .union([filterValue, z.array(filterValue).min(1).max(KB_LIMITS.filterValues)], {
-    error: 'must be a non-empty string or a non-empty array of strings',
-  })
-  .transform((v) => (Array.isArray(v) ? v : [v]));
+const oneOrManyOf = (value: z.ZodType<string>, empty: string) =>
+  z
+    .union([value, z.array(value).min(1).max(KB_LIMITS.filterValues)], { error: `must be a ${empty}string or a non-empty array of strings` })
+    .transform((v) => (Array.isArray(v) ? v : [v]));
+const oneOrMany = oneOrManyOf(filterValue, 'non-empty ');
 
 const dateRange = (bound: z.ZodType<string, unknown>) =>
   z
@@ -228,7 +230,7 @@ export const SearchFiltersSchema = z.strictObject({
   type: oneOrMany.optional(),
   uri: oneOrMany.optional(),
   language: oneOrMany.transform((v) => v.map((x) => x.toLowerCase())).optional(),
-  metadata: keyedRecord(METADATA_KEY, METADATA_KEY_RULE, oneOrMany).optional(),
+  metadata: metadataKeyed(oneOrManyOf(metadataFilterValue, '')).optional(),
   created_at: DateRangeSchema.optional(),
   modified_at: DateRangeSchema.optional(),
 });

@@ -115,6 +115,12 @@ describe('knowledge_base filter ceiling', () => {
     expect(FilterCeilingSchema.safeParse({ uri: ['x'.repeat(2049)] }).success).toBe(false);
     expect(FilterCeilingSchema.safeParse({ metadata: { k: ['😀'.repeat(2048)] } }).success).toBe(true);
   });
+
+  test('metadata keys follow the documents\' key rule (a dotted key could never match); an empty value, which documents may store, is allowed', () => {
+    expect(FilterCeilingSchema.safeParse({ metadata: { 'a.b': ['x'] } }).success).toBe(false);
+    expect(FilterCeilingSchema.safeParse({ metadata: { '-x': ['x'] } }).success).toBe(false);
+    expect(FilterCeilingSchema.parse({ metadata: { 'wp:category': ['', 'news'] } })).toEqual({ metadata: { 'wp:category': ['', 'news'] } });
+  });
 });
 
 describe('session PATCH', () => {

@@ -52,6 +52,14 @@ describe('schemas', () => {
   });
 });
 
+describe('metadata filter values', () => {
+  test('an empty metadata value can be looked for (documents may store one); type, uri and language cannot be empty', () => {
+    expect(SearchRequestSchema.parse({ filters: { metadata: { k: '' } } }).filters).toEqual({ metadata: { k: [''] } });
+    expect(SearchRequestSchema.safeParse({ filters: { type: '' } }).success).toBe(false);
+    expect(SearchRequestSchema.safeParse({ filters: { metadata: { k: [] } } }).success).toBe(false);
+  });
+});
+
 describe('aggregations', () => {
   test('terms defaults to size 10; calendar vs fixed intervals; dates formatted', () => {
     expect(
