@@ -52,8 +52,9 @@ function toolsetProblem(tools: ToolEntry[], development: boolean): RunErrorCode 
  * its size (cached per worker); a client-executed tool's schema only has to be valid.
  */
 function unusableSchema(tool: ToolEntry & { input_schema?: unknown; defer_loading?: boolean }): boolean {
-  if (jsonSchemaError(tool.input_schema, { compile: true })) return true;
-  if (!tool.defer_loading) return false;
+  if (!tool.defer_loading) return jsonSchemaError(tool.input_schema, { compile: true }) !== undefined;
+  if (jsonSchemaError(tool.input_schema, { compile: false })) return true;
+  // Compiled once per worker (cached for the run's calls), whatever its size.
   try {
     toolInputValidator(tool.input_schema as Record<string, unknown>);
     return false;

@@ -51,10 +51,13 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/;
 const parseMillis = (value: string): number => Date.parse(value.replace(/(\.\d{3})\d+/, '$1'));
 export const toUtcMillis = (value: string): string => new Date(parseMillis(value)).toISOString();
 
-/** RFC 3339 date-time with a time zone (Z or an offset), in the years 0000-9999 once in UTC; kept as sent. */
 // RFC 3339 (§5.6) lets `T` and `Z` be lower case; they are read as upper case, the form every
 // other reader (Date, Elasticsearch) takes. (A leap second, :60, has no such reader and is refused.)
 const upperCaseDesignators = (value: unknown) => (typeof value === 'string' ? value.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z') : value);
+/**
+ * RFC 3339 date-time with a time zone (Z or an offset), in the years 0000-9999 once in UTC;
+ * kept as sent but for upper-cased `T` and `Z`.
+ */
 export const rfc3339Text = z.preprocess(upperCaseDesignators, z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time with a time zone' }))
   // Years past 9999 in UTC have no four-digit form (toISOString writes +010000-...). (zod runs
   // this also after the format check failed, so an unparseable value must not throw here.)
@@ -165,8 +168,12 @@ export const DocumentIdSchema = z
   // DELETE .../documents/.. would reach the collection itself.
   .refine((v) => v !== '.' && v !== '..', "must not be '.' or '..'");
 
-/** Whether a document id from a path could belong to a stored document (others are 404 without asking the index). */
-export const storableDocumentId = (id: string): boolean => DocumentIdSchema.safeParse(id).success;
+/**
+ * Whether a document id from a path could belong to a stored document: one over the byte limit
+ * cannot (404 without asking the index, whose request line it could overflow). Other rules are
+ * not applied: documents stored before them stay reachable.
+ */
+export const storableDocumentId = (id: string): boolean => id.length > 0 && utf8Bytes(id) <= KB_LIMITS.documentIdBytes;
 
 export const DocumentInputSchema = z.strictObject({
   id: DocumentIdSchema.optional(),

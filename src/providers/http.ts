@@ -2,6 +2,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { ProviderName } from './catalog';
 import { credentialsSent, redactCredentials } from './redact';
 import {
+  InvalidUpstreamResponseError,
   UpstreamConnectionError,
   UpstreamTimeoutError,
   httpErrorFor,
@@ -116,6 +117,10 @@ export async function post(settings: TransportSettings, url: string, body: strin
 
 export function transportFailure(provider: ProviderName, model: string, error: unknown, timedOut: boolean, signal?: AbortSignal): ProviderError | unknown {
   if (signal?.aborted) return signal.reason ?? error; // the caller cancelled: not an upstream failure
+  // Past the upstream agent's maxResponseSize: the answer is what is wrong, and asking again would fetch it again.
+  if ((error as { code?: string }).code === 'UND_ERR_RES_EXCEEDED_MAX_SIZE') {
+    return new InvalidUpstreamResponseError(`${provider} answered with more than the gateway reads`, { provider, model, retryable: false, cause: error });
+  }
   if (timedOut) return new UpstreamTimeoutError(`${provider} did not answer in time`, { provider, model, retryable: true, cause: error });
   return new UpstreamConnectionError(`cannot reach ${provider}`, { provider, model, retryable: true, cause: error });
 }

@@ -72,7 +72,8 @@ export function errorHandler(): Middleware {
       // (Only the response says so: the request stream is destroyed once its body is read.)
       if (!ctx.res.writableFinished && ctx.res.destroyed) {
         ctx.state.clientClosed = true;
-        ctx.state.log.info({ cause: thrown instanceof Error ? thrown.message : String(thrown) }, 'client closed the connection before the answer');
+        if (isHangUp(thrown)) ctx.state.log.info({ cause: (thrown as Error).message }, 'client closed the connection before the answer');
+        else ctx.state.log.error({ err: loggableError(thrown) }, 'unhandled error (the client had closed the connection)');
         return;
       }
       const error = toApiError(thrown, [ctx.request.body, ctx.query]);
@@ -83,4 +84,16 @@ export function errorHandler(): Middleware {
       renderError(ctx, error);
     }
   };
+}
+
+/** The errors a request's own work raises because its client went away (aborted reads and calls). */
+function isHangUp(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: string; type?: string }).code ?? (error as { type?: string }).type;
+  return (
+    error.message === 'client disconnected' ||
+    error.name === 'AbortError' ||
+    error.message === 'aborted' ||
+    ['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'request.aborted'].includes(code ?? '')
+  );
 }
