@@ -82,7 +82,8 @@ function abilityUrl(siteUrl: string, suffix: string): URL {
   return new URL(`${ABILITY_API_PATH}${suffix}`, base);
 }
 
-async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'POST', suffix: string, payload?: unknown): Promise<unknown> {
+/** `cancel`: the MCP request's own signal (its client hung up): the site call stops with it. */
+async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'POST', suffix: string, payload?: unknown, cancel?: AbortSignal): Promise<unknown> {
   const url = abilityUrl(site.siteUrl, suffix);
   const body = payload === undefined ? '' : JSON.stringify(payload);
   const timestamp = Math.floor(Date.now() / 1000);
@@ -93,6 +94,8 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
   // collected once fetch has resolved, and then it never fires for the body.
   const controller = new AbortController();
   const deadline = setTimeout(() => controller.abort(), ABILITY_TIMEOUT_MS);
+  const stop = () => controller.abort();
+  cancel?.addEventListener('abort', stop, { once: true });
   let response: Response;
   let text: string;
   try {
@@ -123,6 +126,7 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
     throw new SiteCallError('the site could not be reached', 'unavailable');
   } finally {
     clearTimeout(deadline);
+    cancel?.removeEventListener('abort', stop);
   }
   let parsed: unknown;
   try {
@@ -169,14 +173,14 @@ async function readLimited(response: Response, signal: AbortSignal): Promise<str
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export async function listAbilities(site: SiteTarget, actingUser: string): Promise<Ability[]> {
-  const parsed = ListResponseSchema.safeParse(await callSite(site, actingUser, 'GET', ''));
+export async function listAbilities(site: SiteTarget, actingUser: string, cancel?: AbortSignal): Promise<Ability[]> {
+  const parsed = ListResponseSchema.safeParse(await callSite(site, actingUser, 'GET', '', undefined, cancel));
   if (!parsed.success) throw new SiteCallError('the site answered with an unexpected abilities list', 'execution_failed');
   return parsed.data.abilities;
 }
 
-export async function runAbility(site: SiteTarget, actingUser: string, ability: string, input: unknown): Promise<unknown> {
-  const parsed = RunResponseSchema.safeParse(await callSite(site, actingUser, 'POST', '/run', { ability, input: input ?? {} }));
+export async function runAbility(site: SiteTarget, actingUser: string, ability: string, input: unknown, cancel?: AbortSignal): Promise<unknown> {
+  const parsed = RunResponseSchema.safeParse(await callSite(site, actingUser, 'POST', '/run', { ability, input: input ?? {} }, cancel));
   if (!parsed.success) throw new SiteCallError('the site answered without an output', 'execution_failed');
   return parsed.data.output;
 }

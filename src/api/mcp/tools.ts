@@ -112,10 +112,10 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
       description: 'Lists the abilities (actions) a site offers to the key owner. Needs a personal key.',
       inputSchema: { site_id: z.string().describe('The site id from list_account_sites.') },
     },
-    guarded('list_site_abilities', async ({ site_id }) => {
+    guarded('list_site_abilities', async ({ site_id }, extra) => {
       const target = await abilityTarget('list_site_abilities', site_id);
       if ('error' in target) return target.error;
-      return result({ site_id, abilities: await listAbilities(target.site, actingUser!) });
+      return result({ site_id, abilities: await listAbilities(target.site, actingUser!, extra.signal) });
     }),
   );
 
@@ -130,11 +130,11 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
         input: z.record(z.string(), z.unknown()).optional().describe("The ability's input, per its input_schema."),
       },
     },
-    guarded('run_site_ability', async ({ site_id, ability, input }) => {
+    guarded('run_site_ability', async ({ site_id, ability, input }, extra) => {
       const target = await abilityTarget('run_site_ability', site_id);
       if ('error' in target) return target.error;
       deps.logger.info({ site_id, ability, acting_user: actingUser, key_id: principal.keyId }, 'mcp ability run'); // audit trail
-      return result({ site_id, ability, output: await runAbility(target.site, actingUser!, ability, input) });
+      return result({ site_id, ability, output: await runAbility(target.site, actingUser!, ability, input, extra.signal) });
     }),
   );
 

@@ -19,10 +19,12 @@ interface FakeSite {
   secret: string;
   calls: { method: string; path: string; actingUser: string; body: string }[];
   server: Server;
+  /** How many slow/drip answers the gateway stopped reading (deadline or cancellation). */
+  dripsClosed: number;
 }
 
 async function startFakeSite(): Promise<FakeSite> {
-  const site: FakeSite = { url: '', secret: '', calls: [], server: undefined as unknown as Server };
+  const site: FakeSite = { url: '', secret: '', calls: [], server: undefined as unknown as Server, dripsClosed: 0 };
   const seenNonces = new Set<string>();
   site.server = createServer(async (request: IncomingMessage, response) => {
     const chunks: Buffer[] = [];
@@ -66,7 +68,10 @@ async function startFakeSite(): Promise<FakeSite> {
         // Headers at once, then one byte a second: only a deadline over the body ends it.
         response.writeHead(200, { 'content-type': 'application/json' });
         const drip = setInterval(() => response.write(' '), 1000);
-        response.on('close', () => clearInterval(drip));
+        response.on('close', () => {
+          clearInterval(drip);
+          site.dripsClosed += 1;
+        });
         return;
       }
       if (ability === 'broken/drop') {
@@ -210,9 +215,10 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     await client.close();
   }, 40_000);
 
-  test('a client that hangs up during a tool call ends its request at once: logged as 499, not left pending', async () => {
+  test('a client that hangs up during a tool call ends its request at once: logged as 499, not left pending, and the site call is stopped', async () => {
     const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
     const logsBefore = api.logs.length;
+    const dripsBefore = fakeSite.dripsClosed;
     const controller = new AbortController();
     const call = fetch(`${api.url}/v1/mcp`, {
       method: 'POST',
@@ -225,6 +231,8 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const access = api.logs.slice(logsBefore).map((line) => JSON.parse(line)).find((l) => l.msg === 'request' && l.path === '/v1/mcp');
     expect(access).toMatchObject({ status: 499 });
+    // Not left running until its 15 s deadline.
+    expect(fakeSite.dripsClosed).toBe(dripsBefore + 1);
   });
 
   test('an answer nested too deep to pass on is the site failing (execution_failed); a site id that cannot be one is not_found', async () => {
