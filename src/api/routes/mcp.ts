@@ -57,6 +57,12 @@ function jsonRpcBody(limitBytes: number): Middleware {
     try {
       await parse(ctx, () => {
         parsed = true;
+        const problem = notJsonRpc(ctx.request.body);
+        if (problem) {
+          ctx.status = 400;
+          ctx.body = { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${problem}` }, id: null };
+          return Promise.resolve();
+        }
         return next();
       });
     } catch (error) {
@@ -65,6 +71,23 @@ function jsonRpcBody(limitBytes: number): Middleware {
       ctx.body = { jsonrpc: '2.0', error: { code: -32700, message: `Parse error: ${error.message}` }, id: null };
     }
   };
+}
+
+/**
+ * Why a JSON body is not JSON-RPC 2.0 (an Invalid Request, -32600, by the JSON-RPC spec; the
+ * SDK would answer valid JSON that is not JSON-RPC with a parse error), or undefined.
+ */
+function notJsonRpc(body: unknown): string | undefined {
+  if (Array.isArray(body) && body.length === 0) return 'an empty batch';
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (typeof message !== 'object' || message === null || Array.isArray(message) || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+      return 'each message must be an object with "jsonrpc": "2.0"';
+    }
+    const m = message as Record<string, unknown>;
+    if (!(typeof m.method === 'string' || 'result' in m || 'error' in m)) return 'a message must have a method (or be a response)';
+    if ('id' in m && typeof m.id !== 'string' && typeof m.id !== 'number') return 'an id must be a string or a number';
+  }
+  return undefined;
 }
 
 /**

@@ -315,7 +315,7 @@ describe('POST /v1/mcp: credentials', () => {
     expect(body).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'agent-gateway' } } });
   });
 
-  test('a body that is not JSON is a JSON-RPC parse error (-32700), as JSON that is not JSON-RPC is', async () => {
+  test('a body that is not JSON is a JSON-RPC parse error (-32700); JSON that is not JSON-RPC 2.0 is an Invalid Request (-32600)', async () => {
     for (const body of ['{"jsonrpc":"2.0","id":1,"method":"initia', '{"jsonrpc":"2.0","params":"\\ud800"}']) {
       const response = await fetch(`${api.url}/v1/mcp`, {
         method: 'POST',
@@ -325,8 +325,10 @@ describe('POST /v1/mcp: credentials', () => {
       expect(response.status).toBe(400);
       expect(await json(response)).toEqual({ jsonrpc: '2.0', error: { code: -32700, message: expect.stringMatching(/^Parse error: /) }, id: null });
     }
-    const notRpc = await rawCall(tenant.key, { hello: 'world' });
-    expect((await json(notRpc)).error.code).toBe(-32700);
+    for (const body of [{ hello: 'world' }, { jsonrpc: '1.0', id: 1, method: 'ping' }, 'hello', [], { jsonrpc: '2.0', id: null, method: 'ping' }, { jsonrpc: '2.0', id: 1 }]) {
+      const notRpc = await rawCall(tenant.key, body);
+      expect([notRpc.status, (await json(notRpc)).error]).toEqual([400, { code: -32600, message: expect.stringMatching(/^Invalid Request: /) }]);
+    }
   });
 
   test('revoked key: 401 {error: invalid_token, error_description}', async () => {
