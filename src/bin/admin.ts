@@ -36,8 +36,9 @@ const json = (value: unknown) =>
 
 async function main(): Promise<void> {
   // Strict: a misspelt flag (`--scope`) or one without its value is an error, never ignored or
-  // read as "true".
-  const { positionals, values } = parseArgs({
+  // read as "true"; so is a flag the command does not take, a repeated one or a stray word.
+  const { positionals, values, tokens } = parseArgs({
+    tokens: true,
     allowPositionals: true,
     strict: true,
     options: {
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     return;
   }
   const command = positionals.slice(0, 2).join(' ');
+  checkFlags(positionals, tokens);
   const config = loadConfig();
   const db = createPool(config.DATABASE_URL, 2);
   try {
@@ -64,6 +66,34 @@ async function main(): Promise<void> {
     process.stdout.write(`${json(result)}\n`);
   } finally {
     await db.end();
+  }
+}
+
+/** The flags each command takes: those its usage line names. */
+const FLAGS_OF = new Map(
+  USAGE.split('\n')
+    .slice(1)
+    .map((line) => line.trim().split(/\s+/))
+    .map((words) => [commandWords(words).join(' '), new Set(words.flatMap((word) => /^\[?--([a-z-]+)/.exec(word)?.[1] ?? []))] as const),
+);
+
+/** A usage line's command: its leading plain words (`site async-execution`, `dev-credentials`). */
+function commandWords(words: string[]): string[] {
+  const end = words.findIndex((word) => !/^[a-z][a-z-]*$/.test(word));
+  return end < 0 ? words : words.slice(0, end);
+}
+
+function checkFlags(positionals: string[], tokens: Array<{ kind: string; name?: string }>): void {
+  const words = FLAGS_OF.has(positionals[0]!) ? 1 : 2;
+  const takes = FLAGS_OF.get(positionals.slice(0, words).join(' '));
+  if (!takes) throw new Error(`unknown command '${positionals.join(' ')}'\n${USAGE}`);
+  if (positionals.length > words) throw new Error(`unexpected '${positionals.slice(words).join(' ')}' after '${positionals.slice(0, words).join(' ')}'`);
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    if (!takes.has(token.name!)) throw new Error(`--${token.name} does not apply to '${positionals.slice(0, words).join(' ')}'`);
+    if (seen.has(token.name!)) throw new Error(`--${token.name} is given twice`);
+    seen.add(token.name!);
   }
 }
 
@@ -78,6 +108,8 @@ async function run(command: string, positionals: string[], flags: Flags, db: Ret
       if (!PRESETS.includes(preset)) throw new Error(`--preset must be one of ${PRESETS.join(', ')}`);
       const type = flags.type as 'personal' | 'project' | undefined;
       if (type && type !== 'personal' && type !== 'project') throw new Error('--type must be personal or project');
+      // Presets other than restricted fix every scope: the list would be ignored.
+      if (flags.scopes && preset !== 'restricted') throw new Error('--scopes needs --preset restricted');
       // Only a personal key has an owner: without --type the subject would be dropped silently.
       if (flags['owner-subject'] && type !== 'personal') throw new Error('--owner-subject needs --type personal');
       return issueApiKey(db, {

@@ -284,5 +284,10 @@ describe('admin CLI', () => {
     await refused('no account with id acct_nope', 'idp-token', 'create', '--subject', 'u', '--account', 'acct_nope');
     await refused('no account with id acct_nope', 'service-token', 'create', '--account', 'acct_nope', '--client-id', 'c');
     await refused('no site with id site_nope', 'site', 'disconnect-user', '--id', 'site_nope', '--subject', 'u');
+    // A flag the command does not take, a repeated flag, a stray word, scopes a preset would ignore.
+    await refused("--credits does not apply to 'account create'", 'account', 'create', '--name', 'Z', '--credits', '5');
+    await refused('--project is given twice', 'credits', 'show', '--project', 'proj_a', '--project', 'proj_b');
+    await refused("unexpected 'stray' after 'credits show'", 'credits', 'show', '--project', 'proj_a', 'stray');
+    await refused('--scopes needs --preset restricted', 'key', 'create', '--project', 'proj_a', '--preset', 'all', '--scopes', 'chat=none');
   });
 });
