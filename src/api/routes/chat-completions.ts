@@ -63,7 +63,7 @@ export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}):
         encode: (part) => chunker(part).map((chunk) => sseMessage(chunk)),
         encodeError: (error) => chatErrorChunk(ctx, error),
         trailer: sseMessage('[DONE]'),
-      });
+      }, request);
       await gateway.meter(ctx, model, usage);
     },
   );

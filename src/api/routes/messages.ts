@@ -84,7 +84,7 @@ export function messagesRouter(deps: Deps, options: GatewayOptions = {}): Router
         return relayUpstreamFailure(ctx, error);
       }
       const writer = createMessagesEventWriter(true);
-      const usage = await writeSse(ctx, parts, { encode: writer, encodeError: (error) => nativeErrorEvent(ctx, error) });
+      const usage = await writeSse(ctx, parts, { encode: writer, encodeError: (error) => nativeErrorEvent(ctx, error) }, request);
       await gateway.meter(ctx, model, usage);
     },
   );

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import OpenAI from 'openai';
 import { startApi } from '../../support/harness';
 import { startGatewayEnv, usageRowFor, sleep, type GatewayEnv } from './gateway-env';
@@ -365,6 +366,26 @@ describe('upstream failures', () => {
       for await (const _chunk of stream) void _chunk;
     };
     await expect(consume()).rejects.toThrow(/could not be reached|stream/);
+  });
+
+  test('a client that stops reading, then leaves while its stream is backed up, is still billed for its prompt and what was produced', async () => {
+    const body = JSON.stringify({ model: 'anthropic/claude-haiku-4-5', stream: true, max_tokens: 64000, messages: [{ role: 'user', content: `${'a long prompt '.repeat(200)} [[tokens:64000]]` }] });
+    const requestId = await new Promise<string>((resolve, reject) => {
+      const call = request(`${env.api.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' } }, (response) => {
+        response.pause(); // read nothing: the gateway's writes back up
+        setTimeout(() => {
+          call.destroy();
+          resolve(String(response.headers['x-request-id']));
+        }, 1000);
+      });
+      call.on('error', () => undefined);
+      call.once('error', reject);
+      call.end(body);
+    });
+    const row = await usageRowFor(env.api, requestId);
+    expect(Number(row.input_tokens)).toBeGreaterThan(500);
+    expect(Number(row.output_tokens)).toBeGreaterThan(0);
+    expect(Number(row.credits_nano)).toBeGreaterThan(0);
   });
 
   test('a client that disconnects cancels the upstream request', async () => {

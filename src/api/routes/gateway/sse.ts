@@ -1,4 +1,5 @@
-import type { StreamPart, Usage } from '../../../providers/types';
+import { partialUsage } from '../../../providers/tokens';
+import type { StreamPart, UnifiedRequest, Usage } from '../../../providers/types';
 import { emptyUsage } from '../../../providers/types';
 import type { AppContext } from '../../types';
 
@@ -46,7 +47,7 @@ export async function startedStream(parts: AsyncIterable<StreamPart>): Promise<A
  * ends in the client's protocol (an error event), never as a silently truncated 200.
  * When the client goes away, iteration stops, which cancels the upstream request.
  */
-export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>, protocol: SseProtocol): Promise<Usage> {
+export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>, protocol: SseProtocol, request: UnifiedRequest): Promise<Usage> {
   ctx.respond = false;
   ctx.status = 200;
   const res = ctx.res;
@@ -77,9 +78,13 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
       res.on('close', done);
     });
   };
-  let usage = emptyUsage();
+  let usage: Usage | undefined;
+  // What went out so far: a client that leaves while its writes are backed up stops the loop
+  // between parts, before the parser could report the partial usage itself.
+  let producedChars = 0;
   try {
     for await (const part of parts) {
+      if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') producedChars += part.delta.length;
       if (part.type === 'finish') usage = part.usage;
       if (part.type === 'error') {
         usage = part.usage;
@@ -99,5 +104,5 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
   } finally {
     if (!res.destroyed) res.end();
   }
-  return usage;
+  return usage ?? partialUsage(emptyUsage(), request, producedChars);
 }
