@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { ActorType, AuthMethod, Principal } from '../auth/principal';
 import type { Queryable } from '../store/db';
-import { databaseNotReached } from '../store/db-errors';
+import { dataFault, databaseNotReached } from '../store/db-errors';
 
 export { assertCredits } from './credits';
 
@@ -160,8 +160,10 @@ class UsageWriter {
           await writeWithRetry(this.pool, batch.map((pending) => pending.row));
           for (const pending of batch) pending.resolve();
         } catch (error) {
-          // Postgres out of reach is no row's fault: the whole batch fails (after the back-off).
-          if (batch.length === 1 || databaseNotReached(error)) {
+          // Only a row's own data is worth retrying without it. Anything else fails the batch
+          // (after the back-off): a connection lost mid-statement may have committed it, and
+          // writing its rows again would bill them twice.
+          if (batch.length === 1 || !dataFault(error)) {
             for (const pending of batch) pending.reject(error);
             continue;
           }

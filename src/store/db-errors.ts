@@ -34,3 +34,13 @@ export function databaseUnavailable(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   return (typeof code === 'string' && DATABASE_UNAVAILABLE_CODES.has(code)) || (typeof message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(message));
 }
+
+/**
+ * The statement failed because of the data it carried (SQLSTATE class 22, data exception, or
+ * 23, integrity constraint): it wrote nothing, and another statement without that data may
+ * succeed. Any other failure (a connection lost mid-statement above all) may have committed.
+ */
+export function dataFault(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23][0-9A-Z]{3}$/.test(code);
+}

@@ -1,4 +1,5 @@
 import { retryUnapplied, UNREACHED_BACKOFF_MS } from '../../../src/billing/usage';
+import { dataFault } from '../../../src/store/db-errors';
 
 const failing = (errors: unknown[]) => {
   let calls = 0;
@@ -33,5 +34,15 @@ describe('retryUnapplied (metering writes)', () => {
     const lost = failing([Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' })]);
     await expect(retryUnapplied(lost.write, noSleep)).rejects.toThrow(/terminated/);
     expect(lost.calls()).toBe(1);
+  });
+});
+
+describe('dataFault (which failed usage batches are written again row by row)', () => {
+  test('only a data or integrity error: a connection lost mid-statement may have committed the batch', () => {
+    expect(dataFault(Object.assign(new Error('invalid input'), { code: '22P02' }))).toBe(true);
+    expect(dataFault(Object.assign(new Error('violates foreign key'), { code: '23503' }))).toBe(true);
+    expect(dataFault(Object.assign(new Error('Connection terminated unexpectedly'), {}))).toBe(false);
+    expect(dataFault(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).toBe(false);
+    expect(dataFault(Object.assign(new Error('terminating connection'), { code: '57P01' }))).toBe(false);
   });
 });
