@@ -40,8 +40,9 @@ export async function* decodeSse(body: AsyncIterable<Uint8Array>): AsyncGenerato
     }
     buffer = buffer.slice(start);
   }
-  buffer += decoder.decode();
-  if (buffer.length > 0) yield* flushLine(buffer.replace(/\r$/, ''));
+  // At the end, a line cut off before its newline is dropped (the SSE spec drops the whole
+  // pending event): a stream cut mid-JSON then reads as unfinished (retryable), not as an
+  // unreadable chunk. Complete lines of an event missing its final blank line still count.
   yield* flushLine('');
 }
 

@@ -30,7 +30,9 @@ describe('decodeSse', () => {
     expect(await collect([...encoded].map((byte) => Uint8Array.of(byte)))).toEqual(whole);
   });
 
-  test('a final event without its blank line is still delivered', async () => {
-    expect(await collect([new TextEncoder().encode('data: last')])).toEqual([{ event: undefined, data: 'last' }]);
+  test('a final event without its blank line is still delivered; a line cut off before its newline is dropped', async () => {
+    expect(await collect([new TextEncoder().encode('data: last\n')])).toEqual([{ event: undefined, data: 'last' }]);
+    // A stream cut mid-JSON: nothing is dispatched, so the parser sees an unfinished stream (retryable).
+    expect(await collect([new TextEncoder().encode('data: {"a":1}\n\ndata: {"choices":[{"delta":{"content":"He')])).toEqual([{ event: undefined, data: '{"a":1}' }]);
   });
 });
