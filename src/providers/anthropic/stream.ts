@@ -8,6 +8,7 @@ import { parseToolInput } from '../tool-input';
 import { emptyUsage, type FinishReason, type StreamPart, type UnifiedRequest, type Usage } from '../types';
 import { AnthropicUsageSchema, convertAnthropicUsage } from './response';
 import { anthropicErrorStatus } from './error-types';
+import { redactCredentials } from '../redact';
 
 const EventSchema = z.object({
   type: z.string(),
@@ -124,7 +125,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
             provider,
             model,
             status: anthropicErrorStatus(event.error?.type),
-            body: JSON.stringify({ type: 'error', error: event.error }),
+            body: redactCredentials(JSON.stringify({ type: 'error', error: event.error }), []),
             contentType: 'application/json',
           });
         default:

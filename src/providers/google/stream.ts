@@ -5,6 +5,7 @@ import { decodeSse } from '../sse';
 import { partialUsage } from '../tokens';
 import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
 import { GoogleResponseSchema, convertGoogleUsage, fromGooglePart, newToolCallId } from './response';
+import { redactCredentials } from '../redact';
 
 /** Gemini SSE (`alt=sse`) → stream parts. The stream has no end marker: a finish reason is its end. */
 export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, request: UnifiedRequest): AsyncGenerator<StreamPart> {
@@ -20,7 +21,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
       const json = safeJson(sse.data) as { error?: unknown } | undefined;
       if (json && typeof json === 'object' && 'error' in json && json.error) {
         const status = Number((json.error as { code?: unknown }).code) || 500;
-        throw new UpstreamHttpError('google reported an error mid-stream', { provider, model, status, body: sse.data, contentType: 'application/json' });
+        throw new UpstreamHttpError('google reported an error mid-stream', { provider, model, status, body: redactCredentials(sse.data, []), contentType: 'application/json' });
       }
       const parsed = GoogleResponseSchema.safeParse(json);
       if (!parsed.success) throw new InvalidUpstreamResponseError('unreadable stream chunk from google', { provider, model, retryable: false });

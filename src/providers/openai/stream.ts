@@ -6,6 +6,7 @@ import { partialUsage } from '../tokens';
 import { parseToolInput } from '../tool-input';
 import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
 import { OpenAIUsageSchema, convertOpenAIUsage } from './response';
+import { redactCredentials } from '../redact';
 
 const ChunkSchema = z.object({
   id: z.string().nullish(),
@@ -34,7 +35,8 @@ const ChunkSchema = z.object({
     )
     .nullish(),
   usage: OpenAIUsageSchema,
-  error: z.object({ message: z.string().nullish(), code: z.unknown(), type: z.string().nullish() }).nullish(),
+  // (`code` may be absent: zod 4 reads a bare unknown() member as required.)
+  error: z.object({ message: z.string().nullish(), code: z.unknown().optional(), type: z.string().nullish() }).nullish(),
 });
 
 /** OpenAI SSE chunks → stream parts, in one pass; always ends with `finish` or `error`. */
@@ -68,7 +70,7 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
           provider,
           model,
           status: openaiStreamErrorStatus(chunk.error),
-          body: JSON.stringify({ error: chunk.error }),
+          body: redactCredentials(JSON.stringify({ error: chunk.error }), []),
           contentType: 'application/json',
         });
       }
