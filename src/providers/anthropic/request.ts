@@ -24,7 +24,13 @@ export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Re
   // with its signed thinking block. A client of the chat shape has no way to send it back, so
   // thinking asked for by a reasoning effort is left off for such a request (explicit thinking
   // is forwarded as asked).
-  const thinking = request.thinking?.type !== 'enabled' && toolLoopWithoutThinking(messages) ? undefined : thinkingFor(request);
+  // Thinking also refuses a temperature other than 1, top_k, and a forced tool choice: an
+  // effort gives way to those (they were asked for explicitly).
+  const choice = toolChoice(request);
+  const effortGivesWay =
+    request.thinking?.type !== 'enabled' &&
+    (toolLoopWithoutThinking(messages) || (request.temperature !== undefined && request.temperature !== 1) || request.top_k !== undefined || choice?.type === 'any' || choice?.type === 'tool');
+  const thinking = effortGivesWay ? undefined : thinkingFor(request);
   const body: Record<string, unknown> = {
     model: request.model.name,
     max_tokens: anthropicMaxTokens(request),
@@ -34,7 +40,6 @@ export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Re
     body.system = request.system.map((part) => ({ type: 'text', text: part.text, ...(part.cache_control ? { cache_control: part.cache_control } : {}) }));
   }
   if (request.tools && request.tools.length > 0) body.tools = request.tools.map(toolBlock);
-  const choice = toolChoice(request);
   if (choice) body.tool_choice = choice;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.top_p !== undefined) body.top_p = request.top_p;
@@ -64,12 +69,11 @@ function thinkingFor(request: UnifiedRequest): { type: 'enabled'; budget_tokens:
   else if (request.reasoning_effort !== undefined) budget = THINKING_BUDGETS[request.reasoning_effort];
   if (budget === undefined || budget === 0) return undefined;
   budget = Math.max(ANTHROPIC_MIN_THINKING_BUDGET, budget);
-  if (request.max_tokens !== undefined && budget >= request.max_tokens) {
-    // Explicit thinking is forwarded as asked (the provider reports the problem); an effort is fitted in.
-    if (request.thinking?.type !== 'enabled') {
-      if (request.max_tokens <= ANTHROPIC_MIN_THINKING_BUDGET) return undefined;
-      budget = request.max_tokens - 1;
-    }
+  // Explicit thinking is forwarded as asked (the provider reports a problem); an effort is fitted
+  // in: at most half of max_tokens (at least Anthropic's minimum), so the answer keeps room.
+  if (request.max_tokens !== undefined && request.thinking?.type !== 'enabled') {
+    if (request.max_tokens <= ANTHROPIC_MIN_THINKING_BUDGET) return undefined;
+    budget = Math.min(budget, Math.max(ANTHROPIC_MIN_THINKING_BUDGET, Math.floor(request.max_tokens / 2)));
   }
   return { type: 'enabled', budget_tokens: budget };
 }

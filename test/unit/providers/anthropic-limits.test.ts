@@ -47,3 +47,23 @@ describe('thinking in a tool loop', () => {
     expect(toAnthropicRequest(request({ thinking: { type: 'enabled', budget_tokens: 2048 }, messages: loop([call]) }), false).thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
   });
 });
+
+describe('thinking from a reasoning effort, fitted to the rest of the request', () => {
+  test('its budget is at most half of max_tokens (at least 1024), so the answer keeps room; none when max_tokens is 1024 or less', () => {
+    expect(toAnthropicRequest(request({ reasoning_effort: 'high', max_tokens: 4000 }), false).thinking).toEqual({ type: 'enabled', budget_tokens: 2000 });
+    expect(toAnthropicRequest(request({ reasoning_effort: 'high', max_tokens: 1500 }), false).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+    expect(toAnthropicRequest(request({ reasoning_effort: 'high', max_tokens: 1000 }), false)).not.toHaveProperty('thinking');
+    // Explicit thinking is forwarded as asked.
+    expect(toAnthropicRequest(request({ thinking: { type: 'enabled', budget_tokens: 3999 }, max_tokens: 4000 }), false).thinking).toEqual({ type: 'enabled', budget_tokens: 3999 });
+  });
+
+  test('it gives way to what thinking refuses: a temperature other than 1, top_k, a forced tool choice', () => {
+    const tools = [{ type: 'function' as const, name: 'lookup', description: 'd', input_schema: { type: 'object' } }];
+    for (const extra of [{ temperature: 0.3 }, { top_k: 5 }, { tools, tool_choice: 'required' as const }, { tools, tool_choice: { type: 'function' as const, name: 'lookup' } }]) {
+      const body = toAnthropicRequest(request({ reasoning_effort: 'low', ...extra } as Partial<UnifiedRequest>), false);
+      expect(body).not.toHaveProperty('thinking');
+    }
+    expect(toAnthropicRequest(request({ reasoning_effort: 'low', temperature: 1 }), false).thinking).toMatchObject({ type: 'enabled' });
+    expect(toAnthropicRequest(request({ reasoning_effort: 'low', tools, tool_choice: 'auto' }), false).thinking).toMatchObject({ type: 'enabled' });
+  });
+});
