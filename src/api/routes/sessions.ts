@@ -106,12 +106,15 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
       if (!current || current.project_id !== session.project_id) throw notFound('session');
       const result = applySessionPatch(current, patch);
       if ('error' in result) throw badRequest(result.error.message, result.error.param);
-      return updateSessionFields(client, current.id, result.fields);
+      const updated = await updateSessionFields(client, current.id, result.fields);
+      // The workflow's memo follows the title. Signalled under the row lock, so concurrent
+      // renames signal in the order they commit and the last one wins in the memo too (the
+      // PATCH is done either way).
+      if (patch.title !== undefined && updated.title !== current.title) {
+        await signalTitleChanged(deps, updated).catch((error) => ctx.state.log.warn({ err: error, session_id: updated.id }, 'session title signal failed'));
+      }
+      return updated;
     });
-    // The workflow's memo follows the title; the PATCH is done either way.
-    if (patch.title !== undefined && patch.title !== session.title) {
-      await signalTitleChanged(deps, row).catch((error) => ctx.state.log.warn({ err: error, session_id: row.id }, 'session title signal failed'));
-    }
     ctx.body = await present(row);
   });
 

@@ -407,6 +407,31 @@ test('operators see the session in Temporal: search attributes, memo title and s
   expect((await handle.describe()).memo).toEqual({ title: 'Billing question' });
 });
 
+test('concurrent renames leave the memo with the title that committed last', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId);
+  const rename = (title: string | null) =>
+    fetch(`${api.url}/v1/sessions/${session.sessionId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ title }),
+    });
+  const client = await api.deps.temporal.get();
+  const handle = client.workflow.getHandle(`session/${session.sessionId}`);
+  for (let round = 0; round < 5; round++) {
+    // Several new titles at once, and one putting back the title as it was before them.
+    const before = (await api.deps.db.query('SELECT title FROM sessions WHERE id = $1', [session.sessionId])).rows[0].title;
+    const answers = await Promise.all([...Array.from({ length: 5 }, (_, i) => rename(`round ${round} title ${i}`)), rename(before)]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const title = (await api.deps.db.query('SELECT title FROM sessions WHERE id = $1', [session.sessionId])).rows[0].title ?? '';
+    let memo = (await handle.describe()).memo?.title;
+    for (let i = 0; i < 30 && memo !== title; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      memo = (await handle.describe()).memo?.title;
+    }
+    expect(memo).toBe(title);
+  }
+});
+
 test('a rename before the first message starts the workflow with the new title, idle, so no later start can bring back the old one', async () => {
   // (A rename racing the first message used to be dropped: its signal found no workflow, and
   // the message's request started one with the title it had read before the rename.)
