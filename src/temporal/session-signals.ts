@@ -1,3 +1,4 @@
+import type { Connection } from '@temporalio/client';
 import type { Deps } from '../deps';
 import { SEARCH_ATTRIBUTES, SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, SIGNAL_TITLE_CHANGED, sessionWorkflowId } from './names';
 
@@ -12,11 +13,8 @@ export interface SessionWorkflowInput {
   sessionId: string;
 }
 
-/**
- * Wakes the session's workflow, starting it if it was never started or has finished
- * (signalWithStart). Called after the events transaction commits. If this throws, the
- * events stay unprocessed and the worker's reconciler signals again later.
- */
+const TITLE_SIGNAL_DEADLINE_MS = 2000;
+
 /**
  * Tells the session's workflow its new title (for the memo), starting it if needed: a rename
  * racing the session's first message must not leave the memo with the title that message's
@@ -25,9 +23,18 @@ export interface SessionWorkflowInput {
  */
 export async function signalTitleChanged(deps: Deps, session: SessionRef): Promise<void> {
   const client = await deps.temporal.get();
-  await client.workflow.signalWithStart('sessionWorkflow', { ...startOptions(deps, session), signal: SIGNAL_TITLE_CHANGED, signalArgs: [session.title ?? ''] as [string] });
+  // The caller holds the session's row lock: a Temporal outage must not hold it for the
+  // client's built-in retries (the memo then waits for the next rename).
+  await (client.connection as Connection).withDeadline(Date.now() + TITLE_SIGNAL_DEADLINE_MS, () =>
+    client.workflow.signalWithStart('sessionWorkflow', { ...startOptions(deps, session), signal: SIGNAL_TITLE_CHANGED, signalArgs: [session.title ?? ''] as [string] }),
+  );
 }
 
+/**
+ * Wakes the session's workflow, starting it if it was never started or has finished
+ * (signalWithStart). Called after the events transaction commits. If this throws, the
+ * events stay unprocessed and the worker's reconciler signals again later.
+ */
 export async function signalSession(deps: Deps, session: SessionRef, kind: 'events' | 'interrupt' = 'events', runId?: string): Promise<void> {
   const client = await deps.temporal.get();
   await client.workflow.signalWithStart('sessionWorkflow', {
