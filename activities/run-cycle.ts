@@ -27,7 +27,11 @@ export interface RunLimits {
 }
 
 export type RunCycle =
-  | { kind: 'none' }
+  | {
+      kind: 'none';
+      /** The session is deleted: its workflow has nothing more to do and ends. */
+      sessionDeleted?: true;
+    }
   | {
       kind: 'start' | 'resume';
       runId: string;
@@ -119,7 +123,7 @@ export function createRunCycleActivities(deps: Deps) {
     locked?: LockedSession & { agent: SessionAgent | null },
   ): Promise<RunCycle> {
     const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
-    if (!session || session.deleted_at) return { kind: 'none' };
+    if (!session || session.deleted_at) return { kind: 'none', sessionDeleted: true };
     const agent = session.agent;
     if (!agent) return { kind: 'none' };
 

@@ -70,6 +70,8 @@ const PAUSE_SUPERSEDED_PATCH = 'pause-superseded';
 // Histories recorded before a pause's close could end its run (an interrupt the api accepted
 // while the turn's last calls ran) and claim the next one, as a run's end does.
 const PAUSE_ENDS_ON_INTERRUPT_PATCH = 'pause-ends-on-interrupt';
+// Histories recorded before a deleted session's workflow ended (it idled forever).
+const DELETED_SESSION_ENDS_PATCH = 'deleted-session-ends';
 const bookkeepingActivities = {
   startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
     (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
@@ -327,6 +329,11 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           if (CancellationScope.current().consideredCancelled && claimed?.kind !== 'start') throw new CancelledFailure('session workflow cancelled');
           // A message that arrived during the run starts the next one at once.
           cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, execution }));
+        }
+        // A deleted session gets no more events: its workflow is done (the delete signals it).
+        if (cycle.kind === 'none' && cycle.sessionDeleted && patched(DELETED_SESSION_ENDS_PATCH)) {
+          setStatus('deleted');
+          return;
         }
       }
       if (workflowInfo().continueAsNewSuggested && !signalled) {

@@ -1,4 +1,4 @@
-import type { Connection } from '@temporalio/client';
+import { WorkflowNotFoundError, type Connection } from '@temporalio/client';
 import type { Deps } from '../deps';
 import { SEARCH_ATTRIBUTES, SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, SIGNAL_TITLE_CHANGED, sessionWorkflowId } from './names';
 
@@ -42,6 +42,19 @@ export async function signalSession(deps: Deps, session: SessionRef, kind: 'even
     signal: kind === 'interrupt' ? SIGNAL_INTERRUPT : SIGNAL_EVENTS_APPENDED,
     signalArgs: [kind === 'interrupt' ? (runId ?? null) : null] as [string | null],
   });
+}
+
+/**
+ * Wakes a deleted session's workflow so it ends (its claim finds the session deleted). One
+ * that is not running needs nothing: nothing starts it again.
+ */
+export async function signalSessionDeleted(deps: Deps, sessionId: string): Promise<void> {
+  const client = await deps.temporal.get();
+  try {
+    await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(SIGNAL_EVENTS_APPENDED, null);
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+  }
 }
 
 /** How a session's workflow is started (by whichever signal comes first). */

@@ -10,7 +10,7 @@ import { withTransaction } from '../../store/db';
 import { lockSession } from '../../store/events';
 import { newId } from '../../store/ids';
 import { archiveSession, insertSession, listSessions, lockSessionRow, presentSession, softDeleteSession, unarchiveSession, updateSessionFields, type SessionRow } from '../../store/sessions';
-import { signalSession, signalTitleChanged } from '../../temporal/session-signals';
+import { signalSession, signalSessionDeleted, signalTitleChanged } from '../../temporal/session-signals';
 import { badRequest, conflict, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
@@ -139,12 +139,11 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
       await softDeleteSession(client, session.id);
       return locked?.active_run_id ?? null;
     });
-    // A run in flight is asked to stop; if the signal fails the run ends on its own timer.
-    if (runId) {
-      await signalSession(deps, session, 'interrupt', runId).catch((error) =>
-        ctx.state.log.warn({ err: error, session_id: session.id }, 'could not interrupt the run of a deleted session'),
-      );
-    }
+    // A run in flight is asked to stop (if the signal fails it ends on its own timer); an idle
+    // workflow is woken. Either way its next claim finds the session deleted, and it ends.
+    await (runId ? signalSession(deps, session, 'interrupt', runId) : signalSessionDeleted(deps, session.id)).catch((error) =>
+      ctx.state.log.warn({ err: error, session_id: session.id }, 'could not signal the workflow of a deleted session'),
+    );
     ctx.status = 204;
   });
 

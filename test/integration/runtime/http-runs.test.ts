@@ -95,7 +95,28 @@ test('deleting a session while its run is in flight: the run is interrupted, and
   }
   const { rows } = await env.api.deps.db.query('SELECT status FROM sessions WHERE id = $1', [sessionId]);
   expect(rows[0].status).toBe('terminated');
+  // Its workflow is done too: a deleted session gets no more events.
+  expect(await workflowEnds(sessionId)).toBe('COMPLETED');
 });
+
+test('deleting an idle session ends its workflow', async () => {
+  const sessionId = await newSession();
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }]);
+  await waitForClosing(sessionId);
+  const deleted = await fetch(`${env.api.url}/v1/sessions/${sessionId}`, { method: 'DELETE', headers: { authorization: `Bearer ${env.tenant.key}` } });
+  expect(deleted.status).toBe(204);
+  expect(await workflowEnds(sessionId)).toBe('COMPLETED');
+});
+
+/** The session workflow's status once it is no longer running (or RUNNING after 10 s). */
+async function workflowEnds(sessionId: string): Promise<string> {
+  const handle = (await env.api.deps.temporal.get()).workflow.getHandle(`session/${sessionId}`);
+  let status = (await handle.describe()).status.name;
+  for (const deadline = Date.now() + 10_000; status === 'RUNNING' && Date.now() < deadline; status = (await handle.describe()).status.name) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return status;
+}
 
 test('a message sent while a run is in flight gets its own run, also when that run pauses and resumes first', async () => {
   const sessionId = await newSession([{ name: 'ct', description: 'client tool', input_schema: { type: 'object', properties: { x: { type: 'number' } } } }]);
