@@ -143,6 +143,14 @@ const SCENARIOS: Record<string, Scenario> = {
       if (!log.some((e) => e.type === 'session.compaction')) throw new Error(`no compaction: ${JSON.stringify(log.map((e) => e.type))}`);
     },
   },
+  'session-deleted': {
+    agent: {},
+    async drive(http, id) {
+      await http('POST', `/v1/sessions/${id}/events`, message('hello'));
+      await waitFor(http, id, closings(1));
+      await http('DELETE', `/v1/sessions/${id}`);
+    },
+  },
   'upstream-error': {
     agent: {},
     async drive(http, id) {
@@ -198,7 +206,7 @@ async function main(): Promise<void> {
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
-    const payload = await response.json();
+    const payload = response.status === 204 ? undefined : await response.json();
     if (!response.ok) throw new Error(`${method} ${route}: ${response.status} ${JSON.stringify(payload)}`);
     return payload;
   };
@@ -222,11 +230,13 @@ async function main(): Promise<void> {
       const handle = client.workflow.getHandle(sessionWorkflowId(session.id));
       // The workflow idles after the run; wait until its last workflow task has completed.
       let history = await handle.fetchHistory();
-      for (let i = 0; i < 50 && !history.events?.at(-1)?.workflowTaskCompletedEventAttributes; i++) {
+      // (A deleted session's workflow completes instead.)
+      const settled = () => history.events?.at(-1)?.workflowTaskCompletedEventAttributes || history.events?.at(-1)?.workflowExecutionCompletedEventAttributes;
+      for (let i = 0; i < 50 && !settled(); i++) {
         await new Promise((r) => setTimeout(r, 100));
         history = await handle.fetchHistory();
       }
-      await handle.terminate('history recorded');
+      if (!history.events?.at(-1)?.workflowExecutionCompletedEventAttributes) await handle.terminate('history recorded');
       // Worker identities name this machine; they play no part in replay.
       const json = JSON.stringify(historyToJson(history), null, 1).replace(/"identity": "[^"]*"/g, '"identity": "recorder"');
       writeFileSync(path.join(OUT, `${name}${suffix}.json`), `${json}\n`);

@@ -44,12 +44,15 @@ test('the recorded histories cover the representative runs', () => {
     'plain.json',
     'server-tool.claim-on-close.json',
     'server-tool.json',
+    'session-deleted.json',
     'upstream-error.claim-on-close.json',
     'upstream-error.json',
   ]);
   const activities = (file: string) =>
     (load(file).events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((name): name is string => !!name);
   expect(activities('compaction.json')).toContain('compactContext');
+  // A deleted session's workflow completes (patched: 'deleted-session-ends').
+  expect(load('session-deleted.json').events?.at(-1)?.workflowExecutionCompletedEventAttributes).toBeDefined();
   expect(activities('server-tool.json')).toContain('runServerTool');
   expect(activities('client-tool-resume.json').filter((name) => name === 'finishRunCycle')).toHaveLength(2);
   // Histories of the current version: bookkeeping runs as local activities, and a run's
