@@ -16,8 +16,6 @@ export function parseInput<S extends z.ZodType>(schema: S, input: unknown, where
 
 /** Ids the gateway issues (`agent_…`, `sesn_…`, `kbc_…`): a bounded set of URL-safe characters. */
 export const ResourceIdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/);
-/** Caller-chosen ids (knowledge-base documents): any text without control characters. */
-export const ExternalIdSchema = z.string().min(1).max(512).regex(/^[^\p{Cc}]+$/u);
 
 /**
  * Path ids, checked after the route's rate limit and authentication (a router.param check

@@ -169,11 +169,15 @@ export const DocumentIdSchema = z
   .refine((v) => v !== '.' && v !== '..', "must not be '.' or '..'");
 
 /**
- * Whether a document id from a path could belong to a stored document: one over the byte limit
- * cannot (404 without asking the index, whose request line it could overflow). Other rules are
- * not applied: documents stored before them stay reachable.
+ * A document id in a path, as it could belong to a stored document: any other segment answers
+ * 404 without asking the index (one over the byte limit could overflow its request line). Only
+ * these rules: documents stored before the others (`.`, `..`) stay reachable.
  */
-export const storableDocumentId = (id: string): boolean => id.length > 0 && utf8Bytes(id) <= KB_LIMITS.documentIdBytes;
+export const DocumentPathIdSchema = z
+  .string()
+  .min(1)
+  .regex(/^[^\p{Cc}]+$/u)
+  .refine((v) => utf8Bytes(v) <= KB_LIMITS.documentIdBytes);
 
 export const DocumentInputSchema = z.strictObject({
   id: DocumentIdSchema.optional(),

@@ -10,7 +10,7 @@ import {
   CollectionListQuerySchema,
   CollectionUpdateSchema,
   SearchRequestSchema,
-  storableDocumentId,
+  DocumentPathIdSchema,
 } from '../../domain/kb';
 import { bulkIndexDocuments, deleteCollectionDocuments, deleteDocument, deleteDocumentIds, getDocument, presentDocument } from '../../search/documents';
 import { SearchUnavailableError } from '../../search/errors';
@@ -32,7 +32,7 @@ import { badRequest, conflict, notFound, serviceUnavailable } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
-import { parseInput, pathIds, ExternalIdSchema, ResourceIdSchema } from '../validate';
+import { parseInput, pathIds, ResourceIdSchema } from '../validate';
 
 /** 100 documents of up to ~100 KB each. */
 export const BULK_BODY_LIMIT_BYTES = 10 * 1024 * 1024;
@@ -106,7 +106,7 @@ async function noteSession(deps: Deps, ctx: AppContext, projectId: string, colle
  */
 export function kbRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>({ prefix: '/v1/kb/collections' });
-  const ids = pathIds({ collectionId: { schema: ResourceIdSchema, what: 'collection' }, documentId: { schema: ExternalIdSchema, what: 'document' } });
+  const ids = pathIds({ collectionId: { schema: ResourceIdSchema, what: 'collection' }, documentId: { schema: DocumentPathIdSchema, what: 'document' } });
   const read = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'read' }), ids];
   const write = [rateLimit(deps), authenticate(deps, { scope: 'kb', access: 'write' }), ids];
   const body = jsonBody(deps.config.BODY_LIMIT_BYTES);
@@ -198,7 +198,6 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
 
   router.get('/:collectionId/documents/:documentId', ...read, async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
-    if (!storableDocumentId(ctx.params.documentId!)) throw notFound('document');
     const stored = await getDocument(deps.search, await kbContext(deps), collection.id, ctx.params.documentId!);
     if (!stored) throw notFound('document');
     ctx.body = { ...presentDocument(stored), collection_id: collection.id };
@@ -206,7 +205,6 @@ export function kbRouter(deps: Deps): Router<AppState, AppContext> {
 
   router.delete('/:collectionId/documents/:documentId', ...write, async (ctx) => {
     const collection = await loadCollection(deps, ctx.state.principal!, ctx.params.collectionId!);
-    if (!storableDocumentId(ctx.params.documentId!)) throw notFound('document');
     if (!(await deleteDocument(deps.search, await kbContext(deps), collection.id, ctx.params.documentId!))) throw notFound('document');
     ctx.body = { id: ctx.params.documentId, deleted: true };
   });
