@@ -148,6 +148,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         cache_read_input_tokens: turn.usage.cache_read_input_tokens,
         cache_creation_input_tokens: turn.usage.cache_creation_input_tokens,
         credits_nano: credits,
+        reasoning_tokens: turn.usage.reasoning_tokens,
       };
       const totalTokens = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens + usage.output_tokens;
       const stop: TurnOutcome['stop'] =
@@ -184,7 +185,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
               output_tokens: usage.output_tokens,
               cache_read_input_tokens: usage.cache_read_input_tokens,
               cache_creation_input_tokens: usage.cache_creation_input_tokens,
-              reasoning_tokens: turn.usage.reasoning_tokens,
+              reasoning_tokens: usage.reasoning_tokens,
               total_tokens: totalTokens,
               credits_nano: credits,
             },

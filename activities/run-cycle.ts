@@ -267,7 +267,7 @@ export function createRunCycleActivities(deps: Deps) {
     // the end it already has).
     if (!session || session.active_run_id !== input.runId) return undefined;
     const key = `${input.cycleKey}:end`;
-    const usage = { ...input.usage };
+    const { reasoning_tokens: reasoningTokens = 0, ...usage } = input.usage;
     // A run's end consumes its interrupts. One the api accepted while this run held the
     // session (under the same row lock) was meant for this run, even if the workflow has not
     // seen its signal yet or the model answered before the cancellation reached the call:
@@ -374,7 +374,7 @@ export function createRunCycleActivities(deps: Deps) {
         output_tokens: usage.output_tokens,
         cache_read_input_tokens: usage.cache_read_input_tokens,
         cache_creation_input_tokens: usage.cache_creation_input_tokens,
-        reasoning_tokens: 0,
+        reasoning_tokens: reasoningTokens,
         credits_nano: usage.credits_nano,
         requestId: input.runId,
       });

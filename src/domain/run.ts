@@ -50,9 +50,15 @@ export interface RunUsage {
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
   credits_nano: number;
+  /**
+   * Of `output_tokens`, those spent on reasoning: for the run's usage rows (analytics). Event
+   * `usage` objects do not carry it (the spec names their fields); histories recorded before
+   * it existed lack it, hence optional.
+   */
+  reasoning_tokens?: number;
 }
 
-export const zeroUsage = (): RunUsage => ({ input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 0 });
+export const zeroUsage = (): RunUsage => ({ input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 0, reasoning_tokens: 0 });
 
 export function addUsage(a: RunUsage, b: Partial<RunUsage>): RunUsage {
   return {
@@ -61,6 +67,7 @@ export function addUsage(a: RunUsage, b: Partial<RunUsage>): RunUsage {
     cache_read_input_tokens: a.cache_read_input_tokens + (b.cache_read_input_tokens ?? 0),
     cache_creation_input_tokens: a.cache_creation_input_tokens + (b.cache_creation_input_tokens ?? 0),
     credits_nano: a.credits_nano + (b.credits_nano ?? 0),
+    reasoning_tokens: (a.reasoning_tokens ?? 0) + (b.reasoning_tokens ?? 0),
   };
 }
 

@@ -244,6 +244,24 @@ test('reasoning becomes a leading thought block with thinking_ms, shown only wit
   expect(thinking.content[0]).toMatchObject({ text: expect.stringContaining('ponder'), extra_content: { gateway: { thinking_ms: expect.any(Number) } } });
 });
 
+test("a run's usage row carries the reasoning tokens its turns reported; the closing event's usage has only the spec's fields", async () => {
+  // Gemini reports thought tokens apart (thoughtsTokenCount); the runtime must not drop them on the way to analytics.
+  const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'thinking agent', model: 'google/gemini-2.5-flash' });
+  const sessionId = (await call('POST', '/v1/sessions', { agent: agent.body.id })).body.id as string;
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] ponder this' }] }]);
+  const events = await waitForClosing(sessionId);
+  const turn = events.find((e) => e.type === 'session.turn_usage')!.content[0];
+  expect(turn.reasoning_tokens).toBeGreaterThan(0);
+  const idle = events.at(-1)!;
+  expect(Object.keys(idle.usage).sort()).toEqual(['cache_creation_input_tokens', 'cache_read_input_tokens', 'credits_nano', 'input_tokens', 'output_tokens']);
+  const { rows } = await env.api.deps.db.query(
+    `SELECT u.reasoning_tokens::int, u.output_tokens::int, u.credits_nano::bigint AS credits FROM usage_records u
+      WHERE u.request_id = (SELECT run_id FROM session_events WHERE id = $1)`,
+    [idle.id],
+  );
+  expect(rows).toEqual([{ reasoning_tokens: turn.reasoning_tokens, output_tokens: turn.output_tokens, credits: String(idle.usage.credits_nano) }]);
+});
+
 test('a turn that only thought before calling a tool: its agent.message is listed (and streamed) only with include_thinking=true', async () => {
   const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] [[tool:lookup {"q":"x"}]]' }] }]);
