@@ -30,19 +30,59 @@ export interface ModelRecord {
   };
   max_output_tokens: number;
   context_window: number;
-  /** Nano-credits per token (integers). */
-  pricing: { input: number; output: number; cache_read: number; cache_write: number };
+  pricing: ModelPricing;
+}
+
+/** Nano-credits per token (integers). */
+export interface TokenPrices {
+  input: number;
+  output: number;
+  cache_read: number;
+  /** Cache writes (Anthropic's 5-minute cache; the others bill writes as input). */
+  cache_write: number;
+  /** Anthropic's 1-hour cache writes (2x input); absent: `cache_write`. */
+  cache_write_1h?: number;
+}
+
+export interface ModelPricing extends TokenPrices {
+  /**
+   * The tier a call is billed at when its prompt (input, cache reads and cache writes)
+   * exceeds `above_tokens`: Gemini 2.5 Pro and Claude Sonnet 4.x price long prompts higher,
+   * every token class of that call included.
+   */
+  long_context?: TokenPrices & { above_tokens: number };
+  /**
+   * Nano-credits per web search the provider billed: each search Anthropic ran, each
+   * prompt Google grounded with Search, each call to an OpenAI search model.
+   */
+  web_search_per_search?: number;
 }
 
 /** USD per million tokens → nano-credits per token at 1 credit = 0.01 USD. Exact for prices with up to 5 decimals. */
 export const NANO_PER_TOKEN_PER_USD_PER_MILLION = 100_000;
 const usd = (perMillion: number): number => Math.round(perMillion * NANO_PER_TOKEN_PER_USD_PER_MILLION);
-const price = (input: number, output: number, cacheRead: number, cacheWrite: number) => ({
+const price = (input: number, output: number, cacheRead: number, cacheWrite: number): TokenPrices => ({
   input: usd(input),
   output: usd(output),
   cache_read: usd(cacheRead),
   cache_write: usd(cacheWrite),
 });
+/** USD per search → nano-credits per search. */
+const perSearch = (usdEach: number): number => Math.round(usdEach * 1e11);
+// Published fees: Anthropic 10 USD per 1,000 searches; Google 35 USD per 1,000 grounded
+// prompts (Gemini 2.x, beyond the free daily allowance, which the gateway does not pass on);
+// OpenAI's search models 25 USD per 1,000 calls (each call searches).
+const ANTHROPIC_SEARCH = perSearch(0.01);
+const GOOGLE_GROUNDING = perSearch(0.035);
+const OPENAI_SEARCH_CALL = perSearch(0.025);
+/** Anthropic prices: 1-hour cache writes at twice the input price, and each web search. */
+const claudePrice = (input: number, output: number, cacheRead: number, cacheWrite: number): ModelPricing => ({
+  ...price(input, output, cacheRead, cacheWrite),
+  cache_write_1h: usd(input * 2),
+  web_search_per_search: ANTHROPIC_SEARCH,
+});
+/** Prompts over 200k tokens: the higher tier some models bill them at. */
+const above200k = (tier: TokenPrices): ModelPricing['long_context'] => ({ above_tokens: 200_000, ...tier });
 
 const ALL_FORMATS = ['text', 'json_object', 'json_schema'];
 const OPENAI_TEMPERATURE = { supported: true, min: 0, max: 2 };
@@ -52,11 +92,11 @@ const GOOGLE_TEMPERATURE = { supported: true, min: 0, max: 2 };
 // The Anthropic messages API has no response_format: only plain text is offered.
 const ANTHROPIC_FORMATS = ['text'];
 
-function openai(name: string, caps: Capability[], params: ModelRecord['parameters'], maxOut: number, context: number, pricing: ModelRecord['pricing']): ModelRecord {
+function openai(name: string, caps: Capability[], params: ModelRecord['parameters'], maxOut: number, context: number, pricing: ModelPricing): ModelRecord {
   // OpenAI bills cache writes as ordinary input.
   return { id: `openai/${name}`, provider: 'openai', name, capabilities: caps, parameters: params, max_output_tokens: maxOut, context_window: context, pricing };
 }
-function anthropic(name: string, caps: Capability[], maxOut: number, pricing: ModelRecord['pricing'], reasoning?: string[]): ModelRecord {
+function anthropic(name: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[]): ModelRecord {
   return {
     id: `anthropic/${name}`,
     provider: 'anthropic',
@@ -68,7 +108,7 @@ function anthropic(name: string, caps: Capability[], maxOut: number, pricing: Mo
     pricing,
   };
 }
-function google(name: string, caps: Capability[], maxOut: number, pricing: ModelRecord['pricing'], reasoning?: string[]): ModelRecord {
+function google(name: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[]): ModelRecord {
   return {
     id: `google/${name}`,
     provider: 'google',
@@ -89,6 +129,9 @@ const GEMINI = ['tools', 'vision', 'web_search', 'json_output', 'prompt_caching'
 const THINKING_GEMINI = [...GEMINI, 'reasoning'] as Capability[];
 const EFFORT = ['low', 'medium', 'high'];
 
+// Claude Sonnet 4.x with the 1M-token context beta: prompts over 200k tokens cost 2x input and 1.5x output.
+const SONNET_4: ModelPricing = { ...claudePrice(3, 15, 0.3, 3.75), long_context: above200k({ ...price(6, 22.5, 0.6, 7.5), cache_write_1h: usd(12) }) };
+
 export const MODELS: readonly ModelRecord[] = [
   openai('gpt-5', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(1.25, 10, 0.125, 1.25)),
   openai('gpt-5-mini', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.25, 2, 0.025, 0.25)),
@@ -101,21 +144,21 @@ export const MODELS: readonly ModelRecord[] = [
   openai('o3', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(2, 8, 0.5, 2)),
   openai('o4-mini', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(1.1, 4.4, 0.275, 1.1)),
   // Search models: server-side web search, but no function calling and no temperature.
-  openai('gpt-4o-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, price(2.5, 10, 2.5, 2.5)),
-  openai('gpt-4o-mini-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, price(0.15, 0.6, 0.15, 0.15)),
+  openai('gpt-4o-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(2.5, 10, 2.5, 2.5), web_search_per_search: OPENAI_SEARCH_CALL }),
+  openai('gpt-4o-mini-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(0.15, 0.6, 0.15, 0.15), web_search_per_search: OPENAI_SEARCH_CALL }),
   // The original GPT-4: an 8,192-token context window (used to exercise compaction).
   openai('gpt-4', ['tools'], { temperature: OPENAI_TEMPERATURE, response_format_type: ['text'] }, 8_192, 8_192, price(30, 60, 30, 30)),
 
-  anthropic('claude-opus-4-1', THINKING_CLAUDE, 32_000, price(15, 75, 1.5, 18.75), EFFORT),
-  anthropic('claude-sonnet-4-5', THINKING_CLAUDE, 64_000, price(3, 15, 0.3, 3.75), EFFORT),
-  anthropic('claude-sonnet-4-0', THINKING_CLAUDE, 64_000, price(3, 15, 0.3, 3.75), EFFORT),
-  anthropic('claude-haiku-4-5', THINKING_CLAUDE, 64_000, price(1, 5, 0.1, 1.25), EFFORT),
-  anthropic('claude-3-5-haiku-latest', CLAUDE, 8_192, price(0.8, 4, 0.08, 1)),
+  anthropic('claude-opus-4-1', THINKING_CLAUDE, 32_000, claudePrice(15, 75, 1.5, 18.75), EFFORT),
+  anthropic('claude-sonnet-4-5', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT),
+  anthropic('claude-sonnet-4-0', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT),
+  anthropic('claude-haiku-4-5', THINKING_CLAUDE, 64_000, claudePrice(1, 5, 0.1, 1.25), EFFORT),
+  anthropic('claude-3-5-haiku-latest', CLAUDE, 8_192, claudePrice(0.8, 4, 0.08, 1)),
 
-  google('gemini-2.5-pro', THINKING_GEMINI, 65_536, price(1.25, 10, 0.125, 1.25), EFFORT),
-  google('gemini-2.5-flash', THINKING_GEMINI, 65_536, price(0.3, 2.5, 0.03, 0.3), ['none', ...EFFORT]),
-  google('gemini-2.5-flash-lite', THINKING_GEMINI, 65_536, price(0.1, 0.4, 0.01, 0.1), ['none', ...EFFORT]),
-  google('gemini-2.0-flash', GEMINI, 8_192, price(0.1, 0.4, 0.025, 0.1)),
+  google('gemini-2.5-pro', THINKING_GEMINI, 65_536, { ...price(1.25, 10, 0.125, 1.25), long_context: above200k(price(2.5, 15, 0.25, 2.5)), web_search_per_search: GOOGLE_GROUNDING }, EFFORT),
+  google('gemini-2.5-flash', THINKING_GEMINI, 65_536, { ...price(0.3, 2.5, 0.03, 0.3), web_search_per_search: GOOGLE_GROUNDING }, ['none', ...EFFORT]),
+  google('gemini-2.5-flash-lite', THINKING_GEMINI, 65_536, { ...price(0.1, 0.4, 0.01, 0.1), web_search_per_search: GOOGLE_GROUNDING }, ['none', ...EFFORT]),
+  google('gemini-2.0-flash', GEMINI, 8_192, { ...price(0.1, 0.4, 0.025, 0.1), web_search_per_search: GOOGLE_GROUNDING }),
   google('gemini-2.0-flash-lite', ['tools', 'vision', 'json_output'], 8_192, price(0.075, 0.3, 0.075, 0.075)),
 ];
 
@@ -139,20 +182,30 @@ export interface TokenUsage {
   output_tokens: number;
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
+  /** Of `cache_creation_input_tokens`, those written to Anthropic's 1-hour cache. */
+  cache_creation_1h_input_tokens?: number;
+  /** Web searches the provider billed for the call (see `web_search_per_search`). */
+  web_search_requests?: number;
 }
 
 /**
  * Credits for one call, in nano-credits. `input_tokens` are the uncached input tokens
  * (cache reads and writes are reported apart, as Anthropic does; adapters normalise the
- * other providers to this). Integer arithmetic throughout (BigInt, so no precision loss).
+ * other providers to this). A prompt over the model's long-context threshold bills every
+ * token of the call at that tier. Integer arithmetic throughout (BigInt, so no precision loss).
  */
 export function computeCreditsNano(model: ModelRecord, usage: TokenUsage): number {
-  const p = model.pricing;
+  const prompt = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
+  const long = model.pricing.long_context;
+  const p: TokenPrices = long && prompt > long.above_tokens ? long : model.pricing;
+  const oneHour = Math.min(usage.cache_creation_1h_input_tokens ?? 0, usage.cache_creation_input_tokens);
   const total =
     BigInt(usage.input_tokens) * BigInt(p.input) +
     BigInt(usage.output_tokens) * BigInt(p.output) +
     BigInt(usage.cache_read_input_tokens) * BigInt(p.cache_read) +
-    BigInt(usage.cache_creation_input_tokens) * BigInt(p.cache_write);
+    BigInt(usage.cache_creation_input_tokens - oneHour) * BigInt(p.cache_write) +
+    BigInt(oneHour) * BigInt(p.cache_write_1h ?? p.cache_write) +
+    BigInt(usage.web_search_requests ?? 0) * BigInt(model.pricing.web_search_per_search ?? 0);
   return Number(total);
 }
 

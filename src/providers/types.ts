@@ -149,6 +149,10 @@ export interface Usage {
   cache_creation_input_tokens: number;
   /** Of `output_tokens`, those spent on reasoning (informational). */
   reasoning_tokens: number;
+  /** Of `cache_creation_input_tokens`, those written to Anthropic's 1-hour cache (priced apart). */
+  cache_creation_1h_input_tokens?: number;
+  /** Web searches the provider billed for the call (priced per search). */
+  web_search_requests?: number;
 }
 
 export const emptyUsage = (): Usage => ({

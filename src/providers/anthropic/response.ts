@@ -7,6 +7,8 @@ export const AnthropicUsageSchema = z.object({
   output_tokens: z.number().nullish(),
   cache_creation_input_tokens: z.number().nullish(),
   cache_read_input_tokens: z.number().nullish(),
+  cache_creation: z.object({ ephemeral_1h_input_tokens: z.number().nullish() }).nullish(),
+  server_tool_use: z.object({ web_search_requests: z.number().nullish() }).nullish(),
 });
 
 export const AnthropicResponseSchema = z.object({
@@ -26,7 +28,15 @@ export function convertAnthropicUsage(usage: z.infer<typeof AnthropicUsageSchema
     cache_read_input_tokens: usage?.cache_read_input_tokens ?? 0,
     cache_creation_input_tokens: usage?.cache_creation_input_tokens ?? 0,
     reasoning_tokens: 0,
+    ...billedExtras(usage),
   };
+}
+
+/** The 1-hour cache writes and web searches, when Anthropic reports them (both priced apart). */
+function billedExtras(usage: z.infer<typeof AnthropicUsageSchema> | null | undefined): Pick<Usage, 'cache_creation_1h_input_tokens' | 'web_search_requests'> {
+  const oneHour = usage?.cache_creation?.ephemeral_1h_input_tokens ?? 0;
+  const searches = usage?.server_tool_use?.web_search_requests ?? 0;
+  return { ...(oneHour > 0 ? { cache_creation_1h_input_tokens: oneHour } : {}), ...(searches > 0 ? { web_search_requests: searches } : {}) };
 }
 
 /** One Anthropic content block → a hub part; blocks the hub does not model stay raw. */

@@ -114,6 +114,8 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
               cache_creation_input_tokens:
                 event.usage.cache_creation_input_tokens != null ? next.cache_creation_input_tokens : usage.cache_creation_input_tokens,
               reasoning_tokens: 0,
+              ...(event.usage.cache_creation != null ? pick(next, 'cache_creation_1h_input_tokens') : pick(usage, 'cache_creation_1h_input_tokens')),
+              ...(event.usage.server_tool_use != null ? pick(next, 'web_search_requests') : pick(usage, 'web_search_requests')),
             };
           }
           break;
@@ -140,3 +142,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
     yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
   }
 }
+
+/** `{key: value}` when the usage has that optional count, else nothing. */
+const pick = <K extends 'cache_creation_1h_input_tokens' | 'web_search_requests'>(usage: Usage, key: K): Partial<Pick<Usage, K>> =>
+  usage[key] !== undefined ? ({ [key]: usage[key] } as Partial<Pick<Usage, K>>) : {};

@@ -28,6 +28,7 @@ export const GoogleResponseSchema = z.object({
       z.object({
         content: z.object({ parts: z.array(GooglePartSchema).nullish() }).nullish(),
         finishReason: z.string().nullish(),
+        groundingMetadata: z.object({ webSearchQueries: z.array(z.string()).nullish() }).nullish(),
       }),
     )
     .nullish(),
@@ -48,6 +49,13 @@ export function convertGoogleUsage(usage: z.infer<typeof GoogleUsageSchema>): Us
     reasoning_tokens: thoughts,
   };
 }
+
+/** Google bills each prompt it grounded with Search (one that ran at least one search query). */
+export const groundedWithSearch = (candidate: { groundingMetadata?: { webSearchQueries?: string[] | null } | null } | undefined): boolean =>
+  (candidate?.groundingMetadata?.webSearchQueries?.length ?? 0) > 0;
+
+/** Usage with the grounded prompt counted as the one search Google bills for it. */
+export const withGrounding = (usage: Usage, grounded: boolean): Usage => (grounded ? { ...usage, web_search_requests: 1 } : usage);
 
 /** Gemini function calls may come without ids; the hub needs one to pair results with calls. */
 export const newToolCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
@@ -73,6 +81,6 @@ export function fromGoogleResponse(body: z.infer<typeof GoogleResponseSchema>, f
       ? { unified: 'content-filter', raw: body.promptFeedback!.blockReason! }
       : mapGoogleFinishReason(candidate?.finishReason, content.some((part) => part.type === 'tool-call')),
     stop_sequence: null,
-    usage: convertGoogleUsage(body.usageMetadata),
+    usage: withGrounding(convertGoogleUsage(body.usageMetadata), groundedWithSearch(candidate)),
   };
 }

@@ -4,7 +4,7 @@ import { safeJson } from '../openai/stream';
 import { decodeSse } from '../sse';
 import { partialUsage } from '../tokens';
 import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
-import { GoogleResponseSchema, convertGoogleUsage, fromGooglePart, newToolCallId } from './response';
+import { GoogleResponseSchema, convertGoogleUsage, fromGooglePart, groundedWithSearch, newToolCallId, withGrounding } from './response';
 import { redactCredentials } from '../redact';
 
 /** Gemini SSE (`alt=sse`) → stream parts. The stream has no end marker: a finish reason is its end. */
@@ -15,6 +15,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
   let usage: Usage = emptyUsage();
   let finishRaw: string | undefined;
   let sawToolCall = false;
+  let grounded = false;
   let producedChars = 0;
   try {
     for await (const sse of decodeSse(chunks)) {
@@ -32,6 +33,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
       }
       if (chunk.usageMetadata) usage = convertGoogleUsage(chunk.usageMetadata);
       const candidate = chunk.candidates?.[0];
+      grounded ||= groundedWithSearch(candidate);
       for (const raw of candidate?.content?.parts ?? []) {
         const part = fromGooglePart(raw);
         if (!part) continue;
@@ -60,10 +62,10 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
       type: 'finish',
       finish_reason: mapGoogleFinishReason(finishRaw, sawToolCall),
       stop_sequence: null,
-      usage,
+      usage: withGrounding(usage, grounded),
     };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
+    yield { type: 'error', error: failure, usage: withGrounding(partialUsage(usage, request, producedChars), grounded) };
   }
 }

@@ -2,7 +2,7 @@ import { bodyChunks, joinUrl, postJson, readJson, type TransportSettings } from 
 import { InvalidUpstreamResponseError, parseJsonBody } from '../errors';
 import type { CallOptions, ProviderAdapter, StreamPart, UnifiedRequest, UnifiedResult } from '../types';
 import { toOpenAIRequest } from './request';
-import { OpenAIResponseSchema, fromOpenAIResponse } from './response';
+import { OpenAIResponseSchema, fromOpenAIResponse, withSearchCall } from './response';
 import { parseOpenAIStream } from './stream';
 
 export interface OpenAISettings extends Omit<TransportSettings, 'provider'> {
@@ -36,7 +36,8 @@ export function createOpenAIAdapter(settings: OpenAISettings): ProviderAdapter {
       const response = await send(request, false, options);
       const parsed = OpenAIResponseSchema.safeParse(await readJson(response, 'openai', request.model.id, options.signal));
       if (!parsed.success) throw new InvalidUpstreamResponseError('unreadable response from openai', { provider: 'openai', model: request.model.id, retryable: false });
-      return fromOpenAIResponse(parsed.data, request.model.name);
+      const result = fromOpenAIResponse(parsed.data, request.model.name);
+      return { ...result, usage: withSearchCall(result.usage, request) };
     },
     async stream(request: UnifiedRequest, options: CallOptions = {}): Promise<AsyncIterable<StreamPart>> {
       const response = await send(request, true, options);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { mapOpenAIFinishReason } from '../finish-reason';
-import type { ResultPart, UnifiedResult, Usage } from '../types';
+import type { ResultPart, UnifiedRequest, UnifiedResult, Usage } from '../types';
 import { parseToolInput } from '../tool-input';
 
 // Only the fields we read; OpenAI-compatible servers omit many of them.
@@ -47,6 +47,13 @@ export function convertOpenAIUsage(usage: z.infer<typeof OpenAIUsageSchema>): Us
     reasoning_tokens: usage?.completion_tokens_details?.reasoning_tokens ?? 0,
   };
 }
+
+/**
+ * OpenAI's search models (the catalog's OpenAI models with `web_search`) search on every
+ * call, and each call is billed as one search.
+ */
+export const withSearchCall = (usage: Usage, request: UnifiedRequest): Usage =>
+  request.model.capabilities.includes('web_search') ? { ...usage, web_search_requests: 1 } : usage;
 
 export function fromOpenAIResponse(body: z.infer<typeof OpenAIResponseSchema>, fallbackModel: string): UnifiedResult {
   const choice = body.choices[0];

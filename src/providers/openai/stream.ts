@@ -5,7 +5,7 @@ import { decodeSse } from '../sse';
 import { partialUsage } from '../tokens';
 import { parseToolInput } from '../tool-input';
 import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
-import { OpenAIUsageSchema, convertOpenAIUsage } from './response';
+import { OpenAIUsageSchema, convertOpenAIUsage, withSearchCall } from './response';
 import { redactCredentials } from '../redact';
 
 const ChunkSchema = z.object({
@@ -122,11 +122,11 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
       type: 'finish',
       finish_reason: mapOpenAIFinishReason(finishRaw),
       stop_sequence: null,
-      usage: usageSeen ? usage : partialUsage(usage, request, producedChars),
+      usage: withSearchCall(usageSeen ? usage : partialUsage(usage, request, producedChars), request),
     };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
+    yield { type: 'error', error: failure, usage: withSearchCall(partialUsage(usage, request, producedChars), request) };
   }
 }
 

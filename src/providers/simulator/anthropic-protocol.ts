@@ -27,11 +27,14 @@ function resultText(content: unknown): string {
     .join('\n');
 }
 
-const usage = (plan: Plan, output = plan.usage.output) => ({
+// The stream's message_start reports no searches yet: its message_delta carries the count, as Anthropic's does.
+const usage = (plan: Plan, output = plan.usage.output, searches = plan.webSearches) => ({
   input_tokens: plan.usage.input,
   cache_creation_input_tokens: plan.usage.cacheWrite,
   cache_read_input_tokens: plan.usage.cacheRead,
   output_tokens: output,
+  cache_creation: { ephemeral_5m_input_tokens: plan.usage.cacheWrite - plan.usage.cacheWrite1h, ephemeral_1h_input_tokens: plan.usage.cacheWrite1h },
+  ...(searches > 0 ? { server_tool_use: { web_search_requests: searches } } : {}),
 });
 
 const stopReason = (plan: Plan) =>
@@ -86,6 +89,7 @@ export const anthropicProtocol: SimProtocol = {
       promptText,
       toolRounds,
       toolsOffered: tools.map((tool) => String(tool.name)),
+      webSearchOffered: tools.some((tool) => typeof tool.type === 'string' && tool.type.startsWith('web_search_')),
       inputChars,
       maxTokens: body.max_tokens,
       rawBody,
@@ -115,7 +119,7 @@ export const anthropicProtocol: SimProtocol = {
     const ev = (type: string, data: Record<string, unknown>) => sseMessage({ type, ...data }, type);
     const events = [
       ev('message_start', {
-        message: { id: `msg_${plan.id}`, type: 'message', role: 'assistant', model: plan.model.name, content: [], stop_reason: null, stop_sequence: null, usage: usage(plan, 1) },
+        message: { id: `msg_${plan.id}`, type: 'message', role: 'assistant', model: plan.model.name, content: [], stop_reason: null, stop_sequence: null, usage: usage(plan, 1, 0) },
       }),
       ev('ping', {}),
     ];
@@ -139,7 +143,7 @@ export const anthropicProtocol: SimProtocol = {
       events.push(ev('content_block_stop', { index }));
       index++;
     }
-    events.push(ev('message_delta', { delta: { stop_reason: stopReason(plan), stop_sequence: plan.stopSequence ?? null }, usage: { output_tokens: plan.usage.output } }));
+    events.push(ev('message_delta', { delta: { stop_reason: stopReason(plan), stop_sequence: plan.stopSequence ?? null }, usage: { output_tokens: plan.usage.output, ...(plan.webSearches > 0 ? { server_tool_use: { web_search_requests: plan.webSearches } } : {}) } }));
     events.push(ev('message_stop', {}));
     return events;
   },

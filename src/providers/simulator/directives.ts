@@ -21,6 +21,10 @@ export interface Directives {
   thenDelayMs?: number;
   cacheRead?: number;
   cacheWrite?: number;
+  /** `[[cache-write-1h:N]]`: N more cache-write tokens, to the 1-hour cache (Anthropic reports them apart). */
+  cacheWrite1h?: number;
+  /** `[[web-search:N]]`: the model ran N web searches (only when the request offered web search). */
+  webSearches?: number;
   stopSequence?: string;
   /** `[[bad-key]]`: refuse the request's API key with 401, quoting it as OpenAI does. */
   badKey?: boolean;
@@ -33,7 +37,7 @@ export interface Directives {
 }
 
 // A value may hold single `]` (JSON arrays); the directive ends at the first `]]`.
-const DIRECTIVE = /\[\[([a-z-]+)(?::((?:[^\]]|\](?!\]))*?))?\]\]/g;
+const DIRECTIVE = /\[\[([a-z0-9-]+)(?::((?:[^\]]|\](?!\]))*?))?\]\]/g;
 
 export class DirectiveError extends Error {}
 
@@ -98,6 +102,12 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'cache-write':
           directives.cacheWrite = int(name, value);
+          break;
+        case 'cache-write-1h':
+          directives.cacheWrite1h = int(name, value);
+          break;
+        case 'web-search':
+          directives.webSearches = int(name, value);
           break;
         case 'stop':
           directives.stopSequence = value ?? '';

@@ -24,6 +24,10 @@ function usageMetadata(plan: Plan) {
   };
 }
 
+/** Google reports the queries a grounded answer ran with the candidate. */
+const grounding = (plan: Plan) =>
+  plan.webSearches > 0 ? { groundingMetadata: { webSearchQueries: Array.from({ length: plan.webSearches }, (_, i) => `simulated query ${i + 1}`) } } : {};
+
 const finishReason = (plan: Plan) => (plan.finish === 'length' || plan.finish === 'context_window' ? 'MAX_TOKENS' : 'STOP');
 
 export const googleProtocol: SimProtocol = {
@@ -71,6 +75,7 @@ export const googleProtocol: SimProtocol = {
       promptText,
       toolRounds,
       toolsOffered: declarations.map((d) => String(d.name)),
+      webSearchOffered: asArray(body.tools).some((tool) => asRecord(tool).googleSearch !== undefined),
       inputChars,
       maxTokens: generationConfig.maxOutputTokens as number | undefined,
       rawBody,
@@ -85,7 +90,7 @@ export const googleProtocol: SimProtocol = {
     if (plan.words.length > 0) parts.push({ text: plan.words.join(' ') });
     for (const call of plan.toolCalls) parts.push({ functionCall: { name: call.name, args: call.input } });
     return {
-      candidates: [{ content: { role: 'model', parts }, finishReason: finishReason(plan), index: 0 }],
+      candidates: [{ content: { role: 'model', parts }, finishReason: finishReason(plan), index: 0, ...grounding(plan) }],
       usageMetadata: usageMetadata(plan),
       modelVersion: plan.model.name,
       responseId: plan.id,
@@ -95,7 +100,7 @@ export const googleProtocol: SimProtocol = {
   streamEvents(plan, options) {
     const chunk = (parts: Record<string, unknown>[], last = false) =>
       sseMessage({
-        candidates: [{ content: { role: 'model', parts }, ...(last ? { finishReason: finishReason(plan) } : {}), index: 0 }],
+        candidates: [{ content: { role: 'model', parts }, ...(last ? { finishReason: finishReason(plan), ...grounding(plan) } : {}), index: 0 }],
         usageMetadata: last ? usageMetadata(plan) : { promptTokenCount: plan.usage.input + plan.usage.cacheRead + plan.usage.cacheWrite },
         modelVersion: plan.model.name,
         responseId: plan.id,

@@ -18,6 +18,8 @@ export interface SimInput {
   /** Contents of the tool results in the last user turn. */
   toolResults: string[];
   toolsOffered: string[];
+  /** The request offered the provider's native web search (Anthropic's tool, Google Search, OpenAI's options). */
+  webSearchOffered?: boolean;
   /** Characters of all prompt text (system, messages, tool definitions): input tokens are a quarter of it. */
   inputChars: number;
   maxTokens?: number;
@@ -49,7 +51,10 @@ export interface Plan {
   toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }>;
   finish: 'stop' | 'length' | 'tool_calls' | 'stop_sequence' | 'context_window';
   stopSequence?: string;
-  usage: { input: number; output: number; reasoning: number; cacheRead: number; cacheWrite: number };
+  /** `cacheWrite` includes `cacheWrite1h`. */
+  usage: { input: number; output: number; reasoning: number; cacheRead: number; cacheWrite: number; cacheWrite1h: number };
+  /** Web searches the model ran (the request offered web search and asked for them). */
+  webSearches: number;
   delayMs: number;
   paceMs: number;
   cutAfter?: number;
@@ -120,7 +125,8 @@ export function planResponse(input: SimInput): Plan {
   const toolCalls = finish === 'length' || finish === 'context_window' ? [] : directives.tools.map((tool, i) => ({ id: `call_${hash.slice(0, 16)}_${i}`, name: tool.name, input: tool.input }));
   const toolTokens = toolCalls.reduce((sum, call) => sum + estimateTokens(JSON.stringify(call.input).length), 0);
   const cacheRead = Math.min(directives.cacheRead ?? 0, inputTokens);
-  const cacheWrite = Math.min(directives.cacheWrite ?? 0, inputTokens - cacheRead);
+  const cacheWrite1h = Math.min(directives.cacheWrite1h ?? 0, inputTokens - cacheRead);
+  const cacheWrite = Math.min((directives.cacheWrite ?? 0) + cacheWrite1h, inputTokens - cacheRead);
   return {
     id: hash.slice(0, 24),
     model,
@@ -135,7 +141,9 @@ export function planResponse(input: SimInput): Plan {
       reasoning: reasoningKept.length,
       cacheRead,
       cacheWrite,
+      cacheWrite1h,
     },
+    webSearches: input.webSearchOffered ? (directives.webSearches ?? 0) : 0,
     ...base,
   };
 }

@@ -5,6 +5,7 @@ import { startApi } from '../../support/harness';
 import { startGatewayEnv, usageRowFor, sleep, type GatewayEnv } from './gateway-env';
 import { json } from '../../support/factories';
 import { setBalanceNano } from '../../support/credits';
+import { findModel } from '../../../src/providers/catalog';
 
 let env: GatewayEnv;
 let client: OpenAI;
@@ -127,6 +128,35 @@ describe('metering', () => {
     expect(streamedRow.application).toBe('unknown');
     const { rows } = await env.api.deps.db.query('SELECT sum(delta_nano)::text AS total FROM credit_ledger WHERE project_id = $1 AND kind = $2', [env.tenant.projectId, 'debit']);
     expect(BigInt(rows[0].total)).toBeLessThanOrEqual(-2n * BigInt(expected));
+  });
+
+  test.each([
+    // [model, what the simulator is told, searches billed, the fee per search]
+    ['anthropic/claude-haiku-4-5', '[[web-search:2]]', 2, 1_000_000_000],
+    ['google/gemini-2.5-flash', '[[web-search:3]]', 1, 3_500_000_000], // Google bills the grounded prompt, not each query
+    ['openai/gpt-4o-mini-search-preview', '', 1, 2_500_000_000], // each call to a search model searches
+  ])('web search on %s is billed at the provider fee on top of the tokens, streamed or not', async (model, directive, searches, fee) => {
+    const body = { model, messages: [{ role: 'user', content: `look it up ${directive}` }], tools: [{ type: 'web_search' }] };
+    for (const stream of [false, true]) {
+      const response = await post({ ...body, stream });
+      expect(response.status).toBe(200);
+      await response.text();
+      const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+      const prices = findModel(model)!.pricing;
+      const tokens = Number(row.input_tokens) * prices.input + Number(row.output_tokens) * prices.output;
+      expect(Number(row.credits_nano)).toBe(tokens + searches * fee);
+    }
+  });
+
+  test('Anthropic 1-hour cache writes are billed at twice the input price, the 5-minute ones at the cache-write price', async () => {
+    const body = { model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: `${'context '.repeat(100)} [[cache-write:30]] [[cache-write-1h:50]]` }] };
+    for (const stream of [false, true]) {
+      const response = await post({ ...body, stream });
+      await response.text();
+      const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+      expect(row.cache_creation_input_tokens).toBe('80');
+      expect(Number(row.credits_nano)).toBe(Number(row.input_tokens) * 300_000 + Number(row.output_tokens) * 1_500_000 + 30 * 375_000 + 50 * 600_000);
+    }
   });
 
   test('an exhausted balance is refused before any upstream call (402, not 429)', async () => {
