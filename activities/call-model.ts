@@ -15,7 +15,7 @@ import {
 import { estimateRequestTokens } from '../src/providers/tokens';
 import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
 import { reasoningEffortError } from '../src/domain/agents';
-import { creditsExhaustedForRun, zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
+import { addUsage, creditsExhaustedForRun, wastedUsageIn, zeroUsage, type RunUsage, type TurnOutcome, type WastedUsageDetails } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
@@ -28,19 +28,45 @@ import { heartbeating } from './heartbeat';
  */
 export const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens, Math.floor(model.context_window / 2));
 
-/** Provider failures become ApplicationFailures whose type is the run error code. */
-export function toRunFailure(error: unknown): Error {
+/**
+ * Provider failures become ApplicationFailures whose type is the run error code. `wasted`:
+ * what this turn's broken streams used so far, for the workflow to bill if this attempt is the last.
+ */
+export function toRunFailure(error: unknown, wasted?: RunUsage): Error {
   if (error instanceof CancelledFailure || (error as Error)?.name === 'AbortError') return error as Error;
+  const details = wasted && wasted.credits_nano > 0 ? [{ wasted_usage: wasted } satisfies WastedUsageDetails] : undefined;
   if (error instanceof UpstreamHttpError) {
     const type = error.status === 429 ? 'rate_limit_error' : 'upstream_error';
     const message = `${error.provider} answered ${error.status}`;
-    if (!error.retryable) return ApplicationFailure.create({ type, message, nonRetryable: true });
-    return ApplicationFailure.create({ type, message, nextRetryDelay: error.retryAfterMs });
+    if (!error.retryable) return ApplicationFailure.create({ type, message, nonRetryable: true, details });
+    return ApplicationFailure.create({ type, message, nextRetryDelay: error.retryAfterMs, details });
   }
   const name = (error as Error)?.name ?? '';
-  if (name === 'UpstreamTimeoutError') return ApplicationFailure.create({ type: 'upstream_timeout', message: 'the provider did not answer in time' });
-  if (name === 'UpstreamConnectionError' || name === 'ProviderError') return ApplicationFailure.create({ type: 'upstream_error', message: 'the provider could not be reached' });
-  return ApplicationFailure.create({ type: 'internal_error', message: 'internal error', nonRetryable: true, cause: error as Error });
+  if (name === 'UpstreamTimeoutError') return ApplicationFailure.create({ type: 'upstream_timeout', message: 'the provider did not answer in time', details });
+  if (name === 'UpstreamConnectionError' || name === 'ProviderError') return ApplicationFailure.create({ type: 'upstream_error', message: 'the provider could not be reached', details });
+  return ApplicationFailure.create({ type: 'internal_error', message: 'internal error', nonRetryable: true, cause: error as Error, details });
+}
+
+/** A provider stream that broke after it began, with what it had used by then. */
+class BrokenStream extends Error {
+  constructor(
+    readonly failure: Error,
+    readonly usage: Usage,
+  ) {
+    super(failure.message);
+  }
+}
+
+/** A turn's usage as the run bills it: tokens and their credits. */
+function pricedUsage(model: ModelRecord, usage: Usage): RunUsage {
+  return {
+    input_tokens: usage.input_tokens,
+    output_tokens: usage.output_tokens,
+    cache_read_input_tokens: usage.cache_read_input_tokens,
+    cache_creation_input_tokens: usage.cache_creation_input_tokens,
+    credits_nano: computeCreditsNano(model, usage),
+    reasoning_tokens: usage.reasoning_tokens,
+  };
 }
 
 export function runRequest(context: RunContext, model: ModelRecord, conversation: Conversation = buildConversation(context)): UnifiedRequest {
@@ -94,7 +120,7 @@ async function assemble(parts: AsyncIterable<StreamPart>, started: number): Prom
       out.usage = part.usage;
       const unified = part.finish_reason.unified;
       out.finish = unified === 'stop' || unified === 'stop-sequence' ? 'stop' : unified === 'length' ? 'length' : unified === 'tool-calls' ? 'tool-calls' : unified === 'context-window' ? 'context-window' : 'other';
-    } else if (part.type === 'error') throw part.error;
+    } else if (part.type === 'error') throw new BrokenStream(part.error, part.usage);
   }
   if (out.reasoning && out.thinkingMs === undefined) out.thinkingMs = Date.now() - started;
   return out;
@@ -109,12 +135,15 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
      */
     async callModel(input: { sessionId: string; runId: string; turn: number; cycleKey: string; unbilledCreditsNano?: number }): Promise<TurnOutcome> {
       const keyPrefix = `${input.runId}:turn:${input.turn}`;
+      // What earlier attempts of this turn used before their stream broke: the provider bills
+      // it, so the run does (in its closing usage; the turn's own usage event shows the attempt kept).
+      const carried = wastedUsageIn(Context.current().info.heartbeatDetails) ?? zeroUsage();
       const context = await loadRunContext(deps.db, input.sessionId, input.runId);
       const model = findModel(context.agent.model);
       if (!model) throw ApplicationFailure.create({ type: 'internal_error', message: `unknown model ${context.agent.model}`, nonRetryable: true });
       const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
       const conversation = buildConversation(context);
-      if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
+      if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, addUsage(recorded.usage, carried), recorded.contextTokens, conversation.loadedTools);
       assertRunHoldsSession(context.session, input.runId);
       if (creditsExhaustedForRun(context.balanceNano, input.unbilledCreditsNano ?? 0)) {
         throw ApplicationFailure.create({ type: 'rate_limit_error', message: 'the project credit balance is exhausted', nonRetryable: true });
@@ -132,24 +161,22 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       let turn: Assembled;
       const started = Date.now();
       try {
-        turn = await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started));
+        turn = await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started), { wasted_usage: carried } satisfies WastedUsageDetails);
       } catch (error) {
         if (error instanceof ContextWindowExceededError) {
-          return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
+          return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: carried, contextTokens: 0, needsCompaction: true };
         }
+        // (An interrupted call's partial output is not billed: the cancellation carries no details.)
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
-        throw toRunFailure(error);
+        if (!(error instanceof BrokenStream)) throw toRunFailure(error, carried);
+        const wasted = addUsage(carried, pricedUsage(model, error.usage));
+        // The next attempt reads it back (the last heartbeat before a failure is always delivered).
+        Context.current().heartbeat({ wasted_usage: wasted } satisfies WastedUsageDetails);
+        throw toRunFailure(error.failure, wasted);
       }
 
-      const credits = computeCreditsNano(model, turn.usage);
-      const usage: RunUsage = {
-        input_tokens: turn.usage.input_tokens,
-        output_tokens: turn.usage.output_tokens,
-        cache_read_input_tokens: turn.usage.cache_read_input_tokens,
-        cache_creation_input_tokens: turn.usage.cache_creation_input_tokens,
-        credits_nano: credits,
-        reasoning_tokens: turn.usage.reasoning_tokens,
-      };
+      const usage = pricedUsage(model, turn.usage);
+      const credits = usage.credits_nano;
       const totalTokens = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens + usage.output_tokens;
       const stop: TurnOutcome['stop'] =
         turn.toolCalls.length > 0 ? 'tool_use' : turn.finish === 'length' ? 'max_tokens' : turn.finish === 'context-window' ? 'model_context_window_exceeded' : 'end_turn';
@@ -197,7 +224,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         });
         await appendEvents(client, input.sessionId, events);
       });
-      return classify(context.agent.tools ?? [], turn.toolCalls, stop, usage, totalTokens, conversation.loadedTools);
+      return classify(context.agent.tools ?? [], turn.toolCalls, stop, addUsage(usage, carried), totalTokens, conversation.loadedTools);
     },
   };
 }
@@ -254,6 +281,7 @@ async function recordedTurn(deps: Deps, sessionId: string, keyPrefix: string) {
       cache_read_input_tokens: block.cache_read_input_tokens!,
       cache_creation_input_tokens: block.cache_creation_input_tokens!,
       credits_nano: block.credits_nano!,
+      reasoning_tokens: block.reasoning_tokens ?? 0,
     },
     contextTokens: block.total_tokens!,
   };

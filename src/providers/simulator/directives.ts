@@ -10,6 +10,8 @@ export interface Directives {
   paceMs?: number;
   tokens?: number;
   cutAfter?: number;
+  /** `[[cut-first:N]]`: like `[[cut:N]]`, but only the first time the simulator sees this exact request (a retry gets through). */
+  cutFirstAfter?: number;
   /** `[[stream-error:STATUS]]`: a stream carries the provider's in-stream error event for STATUS. */
   streamErrorStatus?: number;
   think: boolean;
@@ -81,6 +83,9 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'cut':
           directives.cutAfter = int(name, value);
+          break;
+        case 'cut-first':
+          directives.cutFirstAfter = int(name, value);
           break;
         case 'stream-error':
           directives.streamErrorStatus = int(name, value);

@@ -58,6 +58,8 @@ export interface Plan {
   delayMs: number;
   paceMs: number;
   cutAfter?: number;
+  /** Cut like `cutAfter`, the first time this request (same body, same plan id) is seen only. */
+  cutFirstAfter?: number;
   streamErrorStatus?: number;
 }
 
@@ -85,7 +87,7 @@ export function planResponse(input: SimInput): Plan {
   }
   const hash = createHash('sha256').update(input.rawBody).digest('hex');
   const inputTokens = estimateTokens(input.inputChars);
-  const base = { delayMs: directives.delayMs ?? 0, paceMs: directives.paceMs ?? 0, cutAfter: directives.cutAfter, streamErrorStatus: directives.streamErrorStatus };
+  const base = { delayMs: directives.delayMs ?? 0, paceMs: directives.paceMs ?? 0, cutAfter: directives.cutAfter, cutFirstAfter: directives.cutFirstAfter, streamErrorStatus: directives.streamErrorStatus };
   if (directives.badKey) {
     // OpenAI's answer to a wrong key quotes it, masked but for its first and last characters.
     const key = input.credential ?? '';

@@ -67,6 +67,8 @@ function sendJson(response: ServerResponse, status: number, body: unknown, heade
 }
 
 export function createSimulatorHandler(requests: RecordedRequest[] = []) {
+  // Plans `[[cut-first:N]]` already cut once (the same request body always gets the same plan id).
+  const cutOnce = new Set<string>();
   return async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://simulator');
     const record: RecordedRequest = { method: request.method ?? 'GET', path: url.pathname, headers: request.headers, body: undefined, aborted: false, finished: false };
@@ -101,6 +103,10 @@ export function createSimulatorHandler(requests: RecordedRequest[] = []) {
       const input = { ...protocol.parse(body, rawBody, target.model), credential: credentialOf(request) };
       const stream = target.stream ?? input.stream;
       const plan = planResponse(input);
+      if (plan.cutFirstAfter !== undefined && !cutOnce.has(plan.id)) {
+        cutOnce.add(plan.id);
+        plan.cutAfter = plan.cutFirstAfter;
+      }
       delayMs = plan.delayMs;
       if (plan.delayMs > 0) await sleep(plan.delayMs);
       if (!stream) {

@@ -294,6 +294,38 @@ test('a run that fails after a billed turn reports that usage on its session.err
   expect(before - (await getBalanceNano(api.deps.db, tenant.projectId))).toBe(BigInt(event.usage.credits_nano));
 });
 
+test("a turn whose stream broke midway and was retried: the run's charge includes what the broken attempt used", async () => {
+  // Anthropic reports the prompt's tokens when the stream opens, so the broken attempt's input is exact.
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'anthropic/claude-haiku-4-5' });
+  const before = await getBalanceNano(api.deps.db, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[cut-first:5]] [[tokens:30]] break once') }]);
+  const { event: idle, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(idle).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  const turns = events.filter((e) => e.type === 'session.turn_usage').map((e) => e.content[0]);
+  expect(turns).toHaveLength(1);
+  const [turn] = turns;
+  // The closing usage: the kept turn plus the broken attempt (the same prompt, some output).
+  expect(idle.usage.input_tokens).toBe(2 * turn.input_tokens);
+  const brokenOutput = idle.usage.output_tokens - turn.output_tokens;
+  expect(brokenOutput).toBeGreaterThan(0);
+  expect(idle.usage.credits_nano).toBe(turn.credits_nano + turn.input_tokens * 100_000 + brokenOutput * 500_000);
+  expect(before - (await getBalanceNano(api.deps.db, tenant.projectId))).toBe(BigInt(idle.usage.credits_nano));
+});
+
+test('a run whose only attempt broke midway (a mid-stream client error) is charged what that attempt used', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'anthropic/claude-haiku-4-5' });
+  const before = await getBalanceNano(api.deps.db, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[stream-error:400]] [[cut:5]] [[tokens:30]] fail midway') }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event).toMatchObject({ type: 'session.error', error_code: 'upstream_error' });
+  expect(event.usage.input_tokens).toBeGreaterThan(0);
+  expect(event.usage.output_tokens).toBeGreaterThan(0);
+  expect(event.usage.credits_nano).toBe(event.usage.input_tokens * 100_000 + event.usage.output_tokens * 500_000);
+  expect(before - (await getBalanceNano(api.deps.db, tenant.projectId))).toBe(BigInt(event.usage.credits_nano));
+  const row = (await api.deps.db.query('SELECT input_tokens, output_tokens, credits_nano FROM sessions WHERE id = $1', [session.sessionId])).rows[0];
+  expect(Number(row.credits_nano)).toBe(event.usage.credits_nano);
+});
+
 test('a pause nobody answers ends with session.error run_abandoned', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'slow_tool', input_schema: { type: 'object' } }] });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:slow_tool {}]]') }]);
