@@ -1,7 +1,8 @@
 import type { Deps } from '../deps';
 import { ApiError, forbidden, serviceUnavailable } from '../api/errors';
 import type { Middleware } from '../api/types';
-import { findServiceTokenByHash } from '../store/service-tokens';
+import { findServiceTokenByHash, isServiceTokenActive } from '../store/service-tokens';
+import { isApiKeyActive } from '../store/api-keys';
 import { findOAuthAccessTokenByHash } from '../store/oauth';
 import { ACCESS_TOKEN_PATTERN, OAUTH_ACCESS_TOKEN_PREFIX } from '../domain/oauth';
 import { hashSecret, isWellFormedApiKey, API_KEY_PREFIX } from './api-keys';
@@ -46,13 +47,25 @@ export function bearerFrom(header: string): string | undefined {
 }
 
 /** A site's credential (service token or OAuth access token): the site's account and client. */
-const sitePrincipal = (record: { id: string; account_id: string; client_id: string }): Principal => ({
-  method: 'service_token',
-  actorType: 'service',
-  accountId: record.account_id,
-  clientId: record.client_id,
-  keyId: record.id,
-});
+/**
+ * A site's credential speaks for it while its registration stands: a revoked site's token
+ * is no longer valid (401), a suspended site's is refused (403) until it is activated again.
+ */
+function sitePrincipal(record: { id: string; account_id: string; client_id: string; site_status: string | null }): Principal {
+  if (record.site_status === 'revoked') throw invalidToken();
+  if (record.site_status === 'suspended') throw forbidden('the site this credential speaks for is suspended');
+  return { method: 'service_token', actorType: 'service', accountId: record.account_id, clientId: record.client_id, keyId: record.id };
+}
+
+/** A browser token lives no longer than the API key or service token that minted it. */
+async function minterActive(deps: Deps, mintedBy: string | undefined): Promise<boolean> {
+  if (mintedBy === undefined) return true; // minted before tokens named their minter; they expire within 24 h
+  const [kind, id] = mintedBy.split(':', 2) as [string, string | undefined];
+  if (!id) return false;
+  if (kind === 'api_key') return isApiKeyActive(deps.db, id);
+  if (kind === 'service_token') return isServiceTokenActive(deps.db, id);
+  return false;
+}
 
 /** Resolves a presented credential to a principal, or throws 401 `invalid_token`. */
 export async function resolveCredential(deps: Deps, token: string): Promise<Principal> {
@@ -90,7 +103,7 @@ export async function resolveCredential(deps: Deps, token: string): Promise<Prin
   const algorithm = jwtAlgorithm(token);
   if (algorithm === 'HS256') {
     const claims = await verifyBrowserToken(deps.config, token).catch(() => undefined);
-    if (!claims) throw invalidToken();
+    if (!claims || !(await minterActive(deps, claims.mintedBy))) throw invalidToken();
     return {
       method: 'browser_session',
       actorType: claims.ownerId ? 'authenticated' : 'anonymous',

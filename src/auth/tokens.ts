@@ -22,6 +22,11 @@ export interface BrowserTokenClaims {
   projectId: string;
   agentId: string;
   ownerId?: string;
+  /**
+   * The credential that minted the token, `api_key:<id>` or `service_token:<id>`: the token
+   * is refused once that credential is revoked. Tokens minted before the claim existed lack it.
+   */
+  mintedBy?: string;
 }
 
 const derive = (secret: string, purpose: string): Buffer => createHash('sha256').update(`${purpose}:${secret}`).digest();
@@ -34,6 +39,7 @@ export async function signBrowserToken(config: Config, claims: BrowserTokenClaim
     project_id: claims.projectId,
     agent_id: claims.agentId,
     ...(claims.ownerId !== undefined ? { owner_id: claims.ownerId } : {}),
+    ...(claims.mintedBy !== undefined ? { minted_by: claims.mintedBy } : {}),
   })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuedAt()
@@ -54,6 +60,7 @@ export async function verifyBrowserToken(config: Config, token: string): Promise
     projectId: String(payload.project_id),
     agentId: payload.agent_id,
     ownerId: typeof payload.owner_id === 'string' ? payload.owner_id : undefined,
+    mintedBy: typeof payload.minted_by === 'string' ? payload.minted_by : undefined,
   };
 }
 

@@ -79,7 +79,8 @@ export async function updateAgent(client: Queryable, id: string, fields: AgentFi
 }
 
 export async function softDeleteAgent(client: Queryable, id: string): Promise<void> {
-  await client.query('UPDATE agents SET deleted_at = now(), updated_at = now(), version = version + 1 WHERE id = $1', [id]);
+  // No field changes: version and updated_at stay as they were (sessions still show the agent).
+  await client.query('UPDATE agents SET deleted_at = now() WHERE id = $1', [id]);
 }
 
 /** Newest first; `after` is the last row of the previous page. */

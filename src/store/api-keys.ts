@@ -50,6 +50,12 @@ export async function findApiKeyByHash(db: Queryable, hash: Buffer): Promise<Api
 }
 
 /** Records use at most once a minute per key, so the hot path rarely writes. */
+/** Whether the key with this id exists and is not revoked (browser tokens it minted die with it). */
+export async function isApiKeyActive(db: Queryable, id: string): Promise<boolean> {
+  const { rows } = await db.query({ name: 'api_key_active', text: 'SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL', values: [id] });
+  return rows.length === 1;
+}
+
 export async function touchApiKey(db: Queryable, id: string): Promise<void> {
   await db.query(
     `UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,

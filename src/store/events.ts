@@ -59,6 +59,17 @@ export async function lockSession(client: PoolClient, sessionId: string): Promis
   return rows[0];
 }
 
+/** lockSession, and whether the session's agent has been deleted (read in the same statement). */
+export async function lockSessionForEvents(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent_deleted: boolean }) | undefined> {
+  const { rows } = await client.query<LockedSession & { agent_deleted: boolean }>({
+    name: 'lock_session_for_events',
+    text: `SELECT ${LOCKED_SESSION_COLUMNS.map((column) => `s.${column}`).join(', ')}, a.deleted_at IS NOT NULL AS agent_deleted
+             FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1 FOR UPDATE OF s`,
+    values: [sessionId],
+  });
+  return rows[0];
+}
+
 /** lockSession, and the model and tools of the session's agent (null if the agent is gone) read in the same statement. */
 export async function lockSessionWithAgent(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> {
   const { rows } = await client.query<LockedSession & { agent: SessionAgent | null }>({

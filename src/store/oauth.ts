@@ -40,6 +40,8 @@ export interface OAuthAccessTokenRecord {
   scope: string;
   expires_at: Date;
   revoked_at: Date | null;
+  /** The status of the site registered with this client, if one is. */
+  site_status: string | null;
 }
 
 export async function insertOAuthAccessToken(
@@ -56,7 +58,8 @@ export async function insertOAuthAccessToken(
 
 export async function findOAuthAccessTokenByHash(db: Queryable, hash: Buffer): Promise<OAuthAccessTokenRecord | undefined> {
   const { rows } = await db.query<OAuthAccessTokenRecord>(
-    'SELECT id, client_id, account_id, scope, expires_at, revoked_at FROM oauth_access_tokens WHERE token_hash = $1',
+    `SELECT t.id, t.client_id, t.account_id, t.scope, t.expires_at, t.revoked_at, (SELECT s.status FROM sites s WHERE s.client_id = t.client_id) AS site_status
+       FROM oauth_access_tokens t WHERE t.token_hash = $1`,
     [hash],
   );
   return rows[0];

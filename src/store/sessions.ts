@@ -41,13 +41,19 @@ export interface NewSession {
   clientId: string | null;
 }
 
-export async function insertSession(db: Queryable, session: NewSession): Promise<SessionRow> {
+/**
+ * Inserts the session if its agent still exists, else returns undefined. The agent row is
+ * share-locked, so an agent delete in progress is waited for: a session is never created
+ * for an agent whose delete committed first.
+ */
+export async function insertSession(db: Queryable, session: NewSession): Promise<SessionRow | undefined> {
   const { rows } = await db.query<SessionRow>(
     `INSERT INTO sessions (id, project_id, agent_id, title, reasoning_effort, metadata, owner_id, client_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+     SELECT $1, $2, a.id, $4, $5, $6, $7, $8 FROM agents a WHERE a.id = $3 AND a.deleted_at IS NULL FOR SHARE
+     RETURNING ${COLUMNS}`,
     [session.id, session.projectId, session.agentId, session.title, session.reasoningEffort, JSON.stringify(session.metadata), session.ownerId, session.clientId],
   );
-  return rows[0]!;
+  return rows[0];
 }
 
 export async function findSession(db: Queryable, id: string): Promise<SessionRow | undefined> {
@@ -127,8 +133,10 @@ export async function clearReasoningEffortsNotIn(client: Queryable, agentId: str
 }
 
 /** Soft delete: the row stays for the event log's foreign keys and for billing; status becomes terminated. */
-export async function softDeleteSession(client: Queryable, id: string): Promise<void> {
-  await client.query(`UPDATE sessions SET deleted_at = now(), updated_at = now(), status = 'terminated' WHERE id = $1`, [id]);
+/** Soft-deletes the session; false when it was already deleted (a concurrent delete won). */
+export async function softDeleteSession(client: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await client.query(`UPDATE sessions SET deleted_at = now(), updated_at = now(), status = 'terminated' WHERE id = $1 AND deleted_at IS NULL`, [id]);
+  return rowCount === 1;
 }
 
 /** Writes the run state decided by the events route (the caller holds the session row lock). */

@@ -29,11 +29,12 @@ export function browserTokensRouter(deps: Deps): Router<AppState, AppContext> {
   router.post('/v1/browser-tokens', rateLimit(deps), authenticate(deps, { scope: 'sessions' }), jsonBody(deps.config.BODY_LIMIT_BYTES), async (ctx) => {
     const input = parseInput(BrowserTokenRequestSchema, ctx.request.body);
     const principal = ctx.state.principal!;
+    // (The route takes API keys and service tokens only: the token names its minter, and dies with it.)
     const agent = await findAgent(deps.db, input.agent_id);
     if (!agent || !(await canAccessProject(deps.db, principal, agent.project_id))) throw notFound('agent');
     const { token, expiresAt } = await signBrowserToken(
       deps.config,
-      { accountId: principal.accountId, projectId: agent.project_id, agentId: agent.id, ownerId: input.owner_id },
+      { accountId: principal.accountId, projectId: agent.project_id, agentId: agent.id, ownerId: input.owner_id, mintedBy: `${principal.method}:${principal.keyId}` },
       input.ttl_seconds ?? BROWSER_TOKEN_DEFAULT_TTL_SECONDS,
     );
     ctx.status = 201;

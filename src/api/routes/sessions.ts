@@ -56,6 +56,8 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
       ownerId: input.owner_id ?? null,
       clientId: principal.clientId ?? null,
     });
+    // The agent was deleted after it was read: as if it had been gone already.
+    if (!row) throw notFound('agent');
     ctx.status = 201;
     ctx.body = presentSession(row, agent);
   });
@@ -136,8 +138,9 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
     const session = await loadAccessibleSession(deps, ctx.state.principal!, ctx.params.session_id!);
     const runId = await withTransaction(deps.db, async (client) => {
       const locked = await lockSession(client, session.id);
-      await softDeleteSession(client, session.id);
-      return locked?.active_run_id ?? null;
+      // A concurrent delete committed first: this one finds nothing to delete, as after it.
+      if (!locked || !(await softDeleteSession(client, session.id))) throw notFound('session');
+      return locked.active_run_id;
     });
     // A run in flight is asked to stop (if the signal fails it ends on its own timer); an idle
     // workflow is woken. Either way its next claim finds the session deleted, and it ends.

@@ -1,5 +1,7 @@
 import { startApi, type TestApi } from '../../support/harness';
-import { createServiceToken, createTenant } from '../../support/factories';
+import { createKey, createServiceToken, createTenant } from '../../support/factories';
+import { issueServiceToken } from '../../../src/auth/provisioning';
+import { revokeApiKey } from '../../../src/store/api-keys';
 import { signBrowserToken, BROWSER_TOKEN_MAX_TTL_SECONDS } from '../../../src/auth/tokens';
 import { apiClient, createAgent, createSession, tenantWithAgent } from './support';
 
@@ -91,6 +93,21 @@ describe('browser session tokens on the event routes', () => {
     const other = await createTenant(api.deps.db);
     const forged = await signBrowserToken(api.deps.config, { accountId: other.accountId, projectId: other.projectId, agentId: agent.id });
     expect(await events(apiClient(api, forged.token), open.id)).toEqual([404, 404]);
+  });
+
+  test('a browser token dies with the API key or service token that minted it', async () => {
+    const { agent, open, tenant } = await setup();
+    const key = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
+    const byKey = apiClient(api, (await apiClient(api, key.key).post('/v1/browser-tokens', { agent_id: agent.id })).body.token);
+    const site = await issueServiceToken(api.deps.db, tenant.accountId, `client-${Date.now()}-${Math.random()}`);
+    const bySite = apiClient(api, (await apiClient(api, site.token).post('/v1/browser-tokens', { agent_id: agent.id })).body.token);
+    expect(await events(byKey, open.id)).toEqual([200, 200]);
+    expect(await events(bySite, open.id)).toEqual([200, 200]);
+    await revokeApiKey(api.deps.db, key.id);
+    expect(await events(byKey, open.id)).toEqual([401, 401]);
+    expect(await events(bySite, open.id)).toEqual([200, 200]);
+    await api.deps.db.query('UPDATE service_tokens SET revoked_at = now() WHERE id = $1', [site.id]);
+    expect(await events(bySite, open.id)).toEqual([401, 401]);
   });
 
   test('browser tokens are refused on agent and session management routes (403)', async () => {

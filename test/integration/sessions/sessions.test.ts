@@ -247,6 +247,51 @@ describe('GET /v1/sessions/{id}, archive, delete', () => {
   });
 });
 
+describe('deletes racing other writes', () => {
+  test('concurrent DELETEs of one session: exactly one 204, the others 404 as after it', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const statuses = (await Promise.all(Array.from({ length: 6 }, () => client.delete(`/v1/sessions/${session.id}`)))).map((r) => r.status);
+    expect(statuses.filter((s) => s === 204)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 404)).toHaveLength(5);
+  });
+
+  test('a session create that meets an agent delete in progress waits for it and answers 404', async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    // Hold the agent's row as its DELETE does, then commit the delete while the create waits.
+    const holder = await api.deps.db.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM agents WHERE id = $1 FOR UPDATE', [agent.id]);
+      const create = client.post('/v1/sessions', { agent: agent.id });
+      await new Promise((r) => setTimeout(r, 300));
+      await holder.query('UPDATE agents SET deleted_at = now() WHERE id = $1', [agent.id]);
+      await holder.query('COMMIT');
+      const created = await create;
+      expect(created.status).toBe(404);
+      expect(created.body.error.type).toBe('not_found_error');
+    } finally {
+      holder.release();
+    }
+    const { rows } = await api.deps.db.query('SELECT count(*)::int AS n FROM sessions WHERE agent_id = $1', [agent.id]);
+    expect(rows[0].n).toBe(0);
+  });
+
+  test("a deleted agent: its version stays; its sessions stay readable, refuse new messages (409) and still take interrupts", async () => {
+    const { client, agent } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    expect((await client.delete(`/v1/agents/${agent.id}`)).status).toBe(204);
+    const read = await client.get(`/v1/sessions/${session.id}`);
+    expect(read.status).toBe(200);
+    expect(read.body.agent).toMatchObject({ id: agent.id, version: agent.version });
+    const message = await client.post(`/v1/sessions/${session.id}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello?' }] }] });
+    expect(message.status).toBe(409);
+    expect(message.body.error).toMatchObject({ type: 'conflict_error', message: "the session's agent was deleted: it starts no new runs" });
+    expect((await client.post(`/v1/sessions/${session.id}/events`, { events: [{ type: 'user.interrupt' }] })).status).toBe(200);
+    expect((await client.get(`/v1/sessions/${session.id}/events`)).body.data.map((e: { type: string }) => e.type)).toEqual(['user.interrupt']);
+  });
+});
+
 describe('unarchive', () => {
   test('unarchive clears archived_at and returns the session to the default listing; both directions are idempotent', async () => {
     const { client, agent } = await tenantWithAgent(api);

@@ -2,6 +2,7 @@ import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
 import { bearer, createServiceToken, postStreamed, createSiblingProject, createTenant, json, type Tenant } from '../../support/factories';
 import { decryptSiteSecret } from '../../../src/domain/site-secret';
+import { setSiteStatus } from '../../../src/store/sites';
 
 let api: TestApi;
 let tenant: Tenant;
@@ -20,6 +21,26 @@ async function siteToken(accountId = tenant.accountId): Promise<{ token: string;
   const clientId = uniqueId('client-');
   return { token: await createServiceToken(api.deps.db, accountId, clientId), clientId };
 }
+
+describe("a site's credentials follow its registration status", () => {
+  test('a revoked site: its service token is 401 everywhere; suspended: 403 until activated again', async () => {
+    const { token } = await siteToken();
+    const site = await json(await register(token, { site_url: siteUrl(), project_id: tenant.projectId }));
+    const agents = () => fetch(`${api.url}/v1/agents?project_id=${tenant.projectId}`, { headers: bearer(token) });
+    expect((await agents()).status).toBe(200);
+    await setSiteStatus(api.deps.db, site.site_id, 'suspended');
+    const suspended = await agents();
+    expect(suspended.status).toBe(403);
+    expect((await json(suspended)).error).toMatchObject({ type: 'permission_error', message: 'the site this credential speaks for is suspended' });
+    await setSiteStatus(api.deps.db, site.site_id, 'active');
+    expect((await agents()).status).toBe(200);
+    await setSiteStatus(api.deps.db, site.site_id, 'revoked');
+    const revoked = await agents();
+    expect(revoked.status).toBe(401);
+    expect((await json(revoked)).error.type).toBe('invalid_token');
+    expect((await register(token, { site_url: siteUrl() })).status).toBe(401);
+  });
+});
 
 describe('POST /v1/sites: registration', () => {
   test('first registration: 201 with a stable site id, the client id, active status and a 64-hex secret', async () => {
