@@ -8,6 +8,7 @@ import { addUsage, CLIENT_SAFE_MESSAGES, CREDITS_EXHAUSTED_MESSAGE, creditsExhau
 import { withTransaction } from '../src/store/db';
 import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
+import { markWorkflowEnded } from '../src/store/sessions';
 import { CANCELLED_BECAUSE, cancelledResults, union } from '../src/domain/events';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
@@ -123,7 +124,11 @@ export function createRunCycleActivities(deps: Deps) {
     locked?: LockedSession & { agent: SessionAgent | null },
   ): Promise<RunCycle> {
     const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
-    if (!session || session.deleted_at) return { kind: 'none', sessionDeleted: true };
+    if (!session || session.deleted_at) {
+      // The workflow ends on this answer: the reconciler need not wake it again.
+      if (session) await markWorkflowEnded(client, session.id);
+      return { kind: 'none', sessionDeleted: true };
+    }
     const agent = session.agent;
     if (!agent) return { kind: 'none' };
 

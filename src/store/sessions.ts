@@ -133,6 +133,11 @@ export async function clearReasoningEffortsNotIn(client: Queryable, agentId: str
 }
 
 /** Soft delete: the row stays for the event log's foreign keys and for billing; status becomes terminated. */
+/** Records that a deleted session's workflow has ended (or never ran): the reconciler leaves it alone. */
+export async function markWorkflowEnded(db: Queryable, id: string): Promise<void> {
+  await db.query('UPDATE sessions SET workflow_ended_at = now() WHERE id = $1 AND workflow_ended_at IS NULL', [id]);
+}
+
 /** Soft-deletes the session; false when it was already deleted (a concurrent delete won). */
 export async function softDeleteSession(client: Queryable, id: string): Promise<boolean> {
   const { rowCount } = await client.query(`UPDATE sessions SET deleted_at = now(), updated_at = now(), status = 'terminated' WHERE id = $1 AND deleted_at IS NULL`, [id]);

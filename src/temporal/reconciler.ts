@@ -1,6 +1,7 @@
 import type { Deps } from '../deps';
 import type { Queryable } from '../store/db';
-import { signalSession, type SessionRef } from './session-signals';
+import { markWorkflowEnded } from '../store/sessions';
+import { signalSession, signalSessionDeleted, type SessionRef } from './session-signals';
 
 /**
  * Re-signals sessions whose events were committed but whose signal never arrived (the api
@@ -59,13 +60,49 @@ export async function sessionsToReconcile(db: Queryable, olderThanMs: number): P
   return rows;
 }
 
+/** How long after its delete a session's workflow is expected to have ended; also the pause between re-signals. */
+export const DELETED_SESSION_GRACE_MS = 60_000;
+
+/**
+ * Deleted sessions deleted more than `olderThanMs` ago whose workflow has not ended: the
+ * delete's signal was lost (Temporal unreachable), or the session was deleted before
+ * workflows ended on deletion. Each is signalled again; one with no workflow running is
+ * recorded as ended. Returns how many were signalled.
+ */
+export async function reconcileDeletedSessions(deps: Deps, olderThanMs = DELETED_SESSION_GRACE_MS): Promise<number> {
+  const { rows } = await deps.db.query<{ id: string }>(
+    `SELECT id FROM sessions
+      WHERE deleted_at IS NOT NULL AND workflow_ended_at IS NULL AND deleted_at < now() - ($1 || ' milliseconds')::interval
+      ORDER BY deleted_at LIMIT 500`,
+    [String(olderThanMs)],
+  );
+  let signalled = 0;
+  for (const { id } of rows) {
+    const outcome = await signalSessionDeleted(deps, id).catch((error: unknown) => {
+      deps.logger.warn({ err: error, session_id: id }, 'reconcile signal failed');
+      return 'failed' as const;
+    });
+    if (outcome === 'signalled') signalled++;
+    if (outcome === 'no_workflow') await markWorkflowEnded(deps.db, id);
+  }
+  return signalled;
+}
+
 export function startReconciler(deps: Deps): () => void {
   let running = false;
+  // Deleted sessions are looked at once per grace period, so a workflow that cannot end yet
+  // (its worker is down) is not sent a signal every pass.
+  let deletedCheckedAt = 0;
   const timer = setInterval(() => {
     if (running) return;
     running = true;
-    reconcileOnce(deps)
-      .then((count) => count > 0 && deps.logger.info({ sessions: count }, 'reconciler re-signalled sessions'))
+    const checkDeleted = Date.now() - deletedCheckedAt >= DELETED_SESSION_GRACE_MS;
+    if (checkDeleted) deletedCheckedAt = Date.now();
+    Promise.all([reconcileOnce(deps), checkDeleted ? reconcileDeletedSessions(deps) : 0])
+      .then(([count, deleted]) => {
+        if (count > 0) deps.logger.info({ sessions: count }, 'reconciler re-signalled sessions');
+        if (deleted > 0) deps.logger.info({ sessions: deleted }, 'reconciler re-signalled deleted sessions whose workflow still runs');
+      })
       .catch((error) => deps.logger.warn({ err: error }, 'reconciler pass failed'))
       .finally(() => (running = false));
   }, deps.config.RECONCILE_INTERVAL_MS);

@@ -48,12 +48,15 @@ export async function signalSession(deps: Deps, session: SessionRef, kind: 'even
  * Wakes a deleted session's workflow so it ends (its claim finds the session deleted). One
  * that is not running needs nothing: nothing starts it again.
  */
-export async function signalSessionDeleted(deps: Deps, sessionId: string): Promise<void> {
+export async function signalSessionDeleted(deps: Deps, sessionId: string): Promise<'signalled' | 'no_workflow'> {
   const client = await deps.temporal.get();
   try {
     await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(SIGNAL_EVENTS_APPENDED, null);
+    return 'signalled';
   } catch (error) {
+    // Never started, or already closed: nothing is left running for the session.
     if (!(error instanceof WorkflowNotFoundError)) throw error;
+    return 'no_workflow';
   }
 }
 

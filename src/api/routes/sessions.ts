@@ -9,7 +9,7 @@ import { findAgent, findAgentsByIds } from '../../store/agents';
 import { withTransaction } from '../../store/db';
 import { lockSession } from '../../store/events';
 import { newId } from '../../store/ids';
-import { archiveSession, insertSession, listSessions, lockSessionRow, presentSession, softDeleteSession, unarchiveSession, updateSessionFields, type SessionRow } from '../../store/sessions';
+import { archiveSession, insertSession, listSessions, lockSessionRow, markWorkflowEnded, presentSession, softDeleteSession, unarchiveSession, updateSessionFields, type SessionRow } from '../../store/sessions';
 import { signalSession, signalSessionDeleted, signalTitleChanged } from '../../temporal/session-signals';
 import { badRequest, conflict, notFound } from '../errors';
 import { jsonBody } from '../middleware/json-body';
@@ -144,9 +144,13 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
     });
     // A run in flight is asked to stop (if the signal fails it ends on its own timer); an idle
     // workflow is woken. Either way its next claim finds the session deleted, and it ends.
-    await (runId ? signalSession(deps, session, 'interrupt', runId) : signalSessionDeleted(deps, session.id)).catch((error) =>
-      ctx.state.log.warn({ err: error, session_id: session.id }, 'could not signal the workflow of a deleted session'),
-    );
+    // A lost signal is sent again by the worker's reconciler (sessions.workflow_ended_at).
+    try {
+      if (runId) await signalSession(deps, session, 'interrupt', runId);
+      else if ((await signalSessionDeleted(deps, session.id)) === 'no_workflow') await markWorkflowEnded(deps.db, session.id);
+    } catch (error) {
+      ctx.state.log.warn({ err: error, session_id: session.id }, 'could not signal the workflow of a deleted session; left for the reconciler');
+    }
     ctx.status = 204;
   });
 

@@ -1,5 +1,6 @@
 import { json } from '../../support/factories';
 import { useRuntimeEnv } from '../../support/runtime';
+import { reconcileDeletedSessions } from '../../../src/temporal/reconciler';
 
 /**
  * The whole path as an API client sees it: agents, sessions and events over HTTP, the
@@ -106,6 +107,28 @@ test('deleting an idle session ends its workflow', async () => {
   const deleted = await fetch(`${env.api.url}/v1/sessions/${sessionId}`, { method: 'DELETE', headers: { authorization: `Bearer ${env.tenant.key}` } });
   expect(deleted.status).toBe(204);
   expect(await workflowEnds(sessionId)).toBe('COMPLETED');
+});
+
+test("a deleted session whose delete signal was lost: the reconciler ends its workflow; one that never ran is recorded without a signal", async () => {
+  const ran = await newSession();
+  await send(ran, [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }]);
+  await waitForClosing(ran);
+  const never = await newSession();
+  // Deleted with Temporal unreachable: the rows say deleted, no signal went out.
+  await env.api.deps.db.query(`UPDATE sessions SET deleted_at = now() - interval '2 minutes', status = 'terminated' WHERE id = ANY($1)`, [[ran, never]]);
+  const ended = async () => (await env.api.deps.db.query('SELECT id FROM sessions WHERE id = ANY($1) AND workflow_ended_at IS NOT NULL ORDER BY id', [[ran, never]])).rows.map((r) => r.id);
+  expect(await ended()).toEqual([]);
+  const handle = (await env.api.deps.temporal.get()).workflow.getHandle(`session/${ran}`);
+  expect((await handle.describe()).status.name).toBe('RUNNING');
+
+  expect(await reconcileDeletedSessions(env.api.deps)).toBeGreaterThanOrEqual(1);
+  expect(await workflowEnds(ran)).toBe('COMPLETED');
+  expect(await ended()).toEqual([ran, never].sort());
+  // Nothing is left to wake: a later pass signals neither again.
+  const signals = async () => (await handle.fetchHistory()).events!.filter((e) => e.workflowExecutionSignaledEventAttributes).length;
+  const before = await signals();
+  await reconcileDeletedSessions(env.api.deps);
+  expect(await signals()).toBe(before);
 });
 
 /** The session workflow's status once it is no longer running (or RUNNING after 10 s). */
