@@ -2,7 +2,6 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import type { Deps } from '../src/deps';
 import {
   anthropicMaxTokens,
-  computeCreditsNano,
   ContextWindowExceededError,
   findModel,
   UpstreamHttpError,
@@ -20,6 +19,7 @@ import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 import { heartbeating } from './heartbeat';
+import { pricedUsage, turnUsageOf } from './priced-usage';
 
 /**
  * Output tokens reserved when deciding whether a prompt fits the context window: the turn's
@@ -57,17 +57,7 @@ class BrokenStream extends Error {
   }
 }
 
-/** A turn's usage as the run bills it: tokens and their credits. */
-function pricedUsage(model: ModelRecord, usage: Usage): RunUsage {
-  return {
-    input_tokens: usage.input_tokens,
-    output_tokens: usage.output_tokens,
-    cache_read_input_tokens: usage.cache_read_input_tokens,
-    cache_creation_input_tokens: usage.cache_creation_input_tokens,
-    credits_nano: computeCreditsNano(model, usage),
-    reasoning_tokens: usage.reasoning_tokens,
-  };
-}
+
 
 export function runRequest(context: RunContext, model: ModelRecord, conversation: Conversation = buildConversation(context)): UnifiedRequest {
   const kbEnabled = context.agent.settings?.disable_kb_rag !== true;
@@ -269,20 +259,13 @@ async function recordedTurn(deps: Deps, sessionId: string, keyPrefix: string) {
   );
   const usageRow = rows.find((row) => row.idempotency_key.endsWith(':usage'));
   if (!usageRow) return undefined;
-  const block = usageRow.content[0] as Record<string, number>;
+  const block = usageRow.content[0] as Record<string, number> & { model: string };
   const toolRow = rows.find((row) => row.idempotency_key.endsWith(':tool_use'));
   const toolCalls = ((toolRow?.content ?? []) as Array<{ id: string; name: string; input: Record<string, unknown> }>).map(({ id, name, input }) => ({ id, name, input }));
   return {
     toolCalls,
     stop: (usageRow.attributes as { stop: TurnOutcome['stop'] }).stop,
-    usage: {
-      input_tokens: block.input_tokens!,
-      output_tokens: block.output_tokens!,
-      cache_read_input_tokens: block.cache_read_input_tokens!,
-      cache_creation_input_tokens: block.cache_creation_input_tokens!,
-      credits_nano: block.credits_nano!,
-      reasoning_tokens: block.reasoning_tokens ?? 0,
-    },
+    usage: turnUsageOf(block),
     contextTokens: block.total_tokens!,
   };
 }

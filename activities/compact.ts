@@ -1,6 +1,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Deps } from '../src/deps';
-import { computeCreditsNano, documentAsText, findModel, type ProviderRegistry } from '../src/providers';
+import { documentAsText, findModel, type ProviderRegistry } from '../src/providers';
+import { pricedUsage } from './priced-usage';
 import { ContextWindowExceededError } from '../src/providers/errors';
 import { estimateRequestTokens, estimateTextTokens } from '../src/providers/tokens';
 import type { ModelRecord } from '../src/providers/catalog';
@@ -61,7 +62,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
             ),
           );
           summary = result.content.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text).join('');
-          usage = addUsage(usage, { ...result.usage, credits_nano: computeCreditsNano(model, result.usage) });
+          usage = addUsage(usage, pricedUsage(model, result.usage));
         }
       } catch (error) {
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');

@@ -4,11 +4,12 @@ import type { Deps } from '../src/deps';
 import { unservedTools, type ToolEntry } from '../src/domain/agent-tools';
 import { jsonSchemaError } from '../src/domain/json-schema';
 import { toolInputValidator } from '../src/domain/run-tools';
-import { addUsage, CLIENT_SAFE_MESSAGES, CREDITS_EXHAUSTED_MESSAGE, creditsExhaustedForRun, traceparentFor, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
+import { addUsage, CLIENT_SAFE_MESSAGES, CREDITS_EXHAUSTED_MESSAGE, creditsExhaustedForRun, traceparentFor, usageByModel, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNING, type LockedSession, type NewEvent, type SessionAgent } from '../src/store/events';
 import { newId } from '../src/store/ids';
 import { markWorkflowEnded } from '../src/store/sessions';
+import { turnUsageOf } from './priced-usage';
 import { CANCELLED_BECAUSE, cancelledResults, union } from '../src/domain/events';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
@@ -238,15 +239,16 @@ export function createRunCycleActivities(deps: Deps) {
    * since the run's latest closing event (a pause bills its cycle when it closes).
    */
   async function unbilledUsage(client: PoolClient, sessionId: string, runId: string): Promise<RunUsage> {
-    const { rows } = await client.query<{ usage: RunUsage | null }>(
-      `SELECT CASE WHEN type = 'session.compaction' THEN attributes->'_usage' ELSE content->0 END AS usage
+    const { rows } = await client.query<{ type: string; usage: (RunUsage & Record<string, unknown>) | null }>(
+      `SELECT type, CASE WHEN type = 'session.compaction' THEN attributes->'_usage' ELSE content->0 END AS usage
          FROM session_events
         WHERE session_id = $1 AND run_id = $2 AND type IN ('session.turn_usage', 'session.compaction')
           AND seq > COALESCE((SELECT max(seq) FROM session_events
                                WHERE session_id = $1 AND run_id = $2 AND type IN ('session.status_idle', 'session.error')), 0)`,
       [sessionId, runId],
     );
-    return rows.reduce((sum, row) => addUsage(sum, row.usage ?? {}), zeroUsage());
+    // A compaction's `_usage` is a run usage already; a turn's block is read like a retried turn's.
+    return rows.reduce((sum, row) => addUsage(sum, row.type === 'session.compaction' ? (row.usage ?? {}) : turnUsageOf(row.usage ?? {})), zeroUsage());
   }
 
   /** The run's latest turn's total tokens (its `context_tokens`), 0 when it made no model request. */
@@ -272,7 +274,8 @@ export function createRunCycleActivities(deps: Deps) {
     // the end it already has).
     if (!session || session.active_run_id !== input.runId) return undefined;
     const key = `${input.cycleKey}:end`;
-    const { reasoning_tokens: reasoningTokens = 0, ...usage } = input.usage;
+    // Event usage carries the spec's fields only; the rest is for the usage rows.
+    const { reasoning_tokens: _reasoning, by_model: _byModel, ...usage } = input.usage;
     // A run's end consumes its interrupts. One the api accepted while this run held the
     // session (under the same row lock) was meant for this run, even if the workflow has not
     // seen its signal yet or the model answered before the cancellation reached the call:
@@ -367,22 +370,25 @@ export function createRunCycleActivities(deps: Deps) {
       ],
     );
     if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
-      await insertUsage(client, {
-        projectId: session.project_id,
-        model: session.agent?.model ?? 'unknown',
-        operation: 'agent_run',
-        clientId: session.client_id,
-        authMethod: 'internal_service',
-        actorType: 'service',
-        application: 'svc-agents',
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-        cache_read_input_tokens: usage.cache_read_input_tokens,
-        cache_creation_input_tokens: usage.cache_creation_input_tokens,
-        reasoning_tokens: reasoningTokens,
-        credits_nano: usage.credits_nano,
-        requestId: input.runId,
-      });
+      // One row per model the cycle used (the agent's model may have changed between turns).
+      for (const row of usageByModel(input.usage, session.agent?.model ?? 'unknown')) {
+        await insertUsage(client, {
+          projectId: session.project_id,
+          model: row.model,
+          operation: 'agent_run',
+          clientId: session.client_id,
+          authMethod: 'internal_service',
+          actorType: 'service',
+          application: 'svc-agents',
+          input_tokens: row.usage.input_tokens,
+          output_tokens: row.usage.output_tokens,
+          cache_read_input_tokens: row.usage.cache_read_input_tokens,
+          cache_creation_input_tokens: row.usage.cache_creation_input_tokens,
+          reasoning_tokens: row.usage.reasoning_tokens ?? 0,
+          credits_nano: row.usage.credits_nano,
+          requestId: input.runId,
+        });
+      }
       await debitCredits(client, session.project_id, BigInt(usage.credits_nano), input.runId);
     }
     return { ...updated[0]!, agent: session.agent };

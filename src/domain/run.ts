@@ -56,19 +56,48 @@ export interface RunUsage {
    * it existed lack it, hence optional.
    */
   reasoning_tokens?: number;
+  /**
+   * The same counts per model id: an agent's model may change between a run's turns, and the
+   * run's usage rows are written per model. Internal like `reasoning_tokens`; older histories lack it.
+   */
+  by_model?: Record<string, ModelUsage>;
 }
+
+/** One model's share of a run's usage. */
+export type ModelUsage = Omit<RunUsage, 'by_model'>;
 
 export const zeroUsage = (): RunUsage => ({ input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 0, reasoning_tokens: 0 });
 
+const USAGE_COUNTS = ['input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens', 'credits_nano', 'reasoning_tokens'] as const;
+
+function addCounts(a: Partial<ModelUsage>, b: Partial<ModelUsage>, sign = 1): ModelUsage {
+  const out = {} as Required<ModelUsage>;
+  for (const field of USAGE_COUNTS) out[field] = (a[field] ?? 0) + sign * (b[field] ?? 0);
+  return out;
+}
+
 export function addUsage(a: RunUsage, b: Partial<RunUsage>): RunUsage {
-  return {
-    input_tokens: a.input_tokens + (b.input_tokens ?? 0),
-    output_tokens: a.output_tokens + (b.output_tokens ?? 0),
-    cache_read_input_tokens: a.cache_read_input_tokens + (b.cache_read_input_tokens ?? 0),
-    cache_creation_input_tokens: a.cache_creation_input_tokens + (b.cache_creation_input_tokens ?? 0),
-    credits_nano: a.credits_nano + (b.credits_nano ?? 0),
-    reasoning_tokens: (a.reasoning_tokens ?? 0) + (b.reasoning_tokens ?? 0),
-  };
+  const sum: RunUsage = addCounts(a, b);
+  if (a.by_model || b.by_model) {
+    const byModel: Record<string, ModelUsage> = { ...a.by_model };
+    for (const [model, usage] of Object.entries(b.by_model ?? {})) byModel[model] = addCounts(byModel[model] ?? {}, usage);
+    sum.by_model = byModel;
+  }
+  return sum;
+}
+
+/**
+ * A run's usage as rows per model: each model's share, and whatever the shares do not cover
+ * (usage recorded before shares were kept) under `fallbackModel`. Rows with nothing are left out.
+ */
+export function usageByModel(usage: RunUsage, fallbackModel: string): Array<{ model: string; usage: ModelUsage }> {
+  const rows = Object.entries(usage.by_model ?? {}).map(([model, share]) => ({ model, usage: addCounts(share, {}) }));
+  let rest: ModelUsage = addCounts(usage, {});
+  for (const row of rows) rest = addCounts(rest, row.usage, -1);
+  const fallback = rows.find((row) => row.model === fallbackModel);
+  if (fallback) fallback.usage = addCounts(fallback.usage, rest);
+  else rows.push({ model: fallbackModel, usage: rest });
+  return rows.filter((row) => USAGE_COUNTS.some((field) => row.usage[field] !== 0));
 }
 
 /**

@@ -326,6 +326,34 @@ test('a run whose only attempt broke midway (a mid-stream client error) is charg
   expect(Number(row.credits_nano)).toBe(event.usage.credits_nano);
 });
 
+test("an agent whose model changes during a run: the run's usage rows are per model, each the sum of that model's turns", async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  // Three turns; the ones after a tool result answer after 800 ms, so the change lands mid-run.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:say {"message":"x"}]] [[repeat:2]] [[then-delay:800]]') }]);
+  await waitForEvent(api.deps, session.sessionId, 'session.turn_usage');
+  await api.deps.db.query("UPDATE agents SET model = 'anthropic/claude-haiku-4-5' WHERE id = $1", [session.agentId]);
+  const { event: idle, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const turns = events.filter((e) => e.type === 'session.turn_usage').map((e) => e.content[0]);
+  expect(turns).toHaveLength(3);
+  expect(new Set(turns.map((t) => t.model))).toEqual(new Set(['openai/gpt-4o-mini', 'anthropic/claude-haiku-4-5']));
+  const { rows } = await api.deps.db.query(
+    `SELECT model, input_tokens::int, output_tokens::int, credits_nano::bigint AS credits FROM usage_records
+      WHERE request_id = (SELECT run_id FROM session_events WHERE id = $1) ORDER BY model`,
+    [idle.id],
+  );
+  const expected = ['anthropic/claude-haiku-4-5', 'openai/gpt-4o-mini'].map((model) => {
+    const mine = turns.filter((t) => t.model === model);
+    return {
+      model,
+      input_tokens: mine.reduce((sum, t) => sum + t.input_tokens, 0),
+      output_tokens: mine.reduce((sum, t) => sum + t.output_tokens, 0),
+      credits: String(mine.reduce((sum, t) => sum + t.credits_nano, 0)),
+    };
+  });
+  expect(rows).toEqual(expected);
+  expect(rows.reduce((sum, row) => sum + Number(row.credits), 0)).toBe(idle.usage.credits_nano);
+});
+
 test('a pause nobody answers ends with session.error run_abandoned', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'slow_tool', input_schema: { type: 'object' } }] });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:slow_tool {}]]') }]);
