@@ -8,7 +8,8 @@ export function chatUsage(usage: Usage) {
     prompt_tokens: prompt,
     completion_tokens: usage.output_tokens,
     total_tokens: prompt + usage.output_tokens,
-    prompt_tokens_details: { cached_tokens: usage.cache_read_input_tokens },
+    // Cache writes are part of prompt_tokens but priced apart (Anthropic): named, so a client can reconcile the charge.
+    prompt_tokens_details: { cached_tokens: usage.cache_read_input_tokens, ...(usage.cache_creation_input_tokens > 0 ? { cache_creation_tokens: usage.cache_creation_input_tokens } : {}) },
     completion_tokens_details: { reasoning_tokens: usage.reasoning_tokens },
   };
 }

@@ -151,8 +151,11 @@ describe('metering', () => {
   test('Anthropic 1-hour cache writes are billed at twice the input price, the 5-minute ones at the cache-write price', async () => {
     const body = { model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: `${'context '.repeat(100)} [[cache-write:30]] [[cache-write-1h:50]]` }] };
     for (const stream of [false, true]) {
-      const response = await post({ ...body, stream });
-      await response.text();
+      const response = await post({ ...body, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) });
+      const text = await response.text();
+      // The response names the cache writes (inside prompt_tokens), so the client can price them.
+      const usage = stream ? JSON.parse(text.split('\n').filter((l) => l.startsWith('data: {')).at(-1)!.slice(6)).usage : JSON.parse(text).usage;
+      expect(usage.prompt_tokens_details).toEqual({ cached_tokens: 0, cache_creation_tokens: 80 });
       const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
       expect(row.cache_creation_input_tokens).toBe('80');
       expect(Number(row.credits_nano)).toBe(Number(row.input_tokens) * 300_000 + Number(row.output_tokens) * 1_500_000 + 30 * 375_000 + 50 * 600_000);
