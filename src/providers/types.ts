@@ -16,6 +16,10 @@ export interface TextPart {
   type: 'text';
   text: string;
   cache_control?: CacheControl;
+  /** The model declined (OpenAI's `refusal`): the chat shape returns it as `message.refusal`, the others as text. */
+  refusal?: true;
+  /** Anthropic's citations of the text (web search results, documents), relayed on /v1/messages. */
+  citations?: Array<Record<string, unknown>>;
 }
 export interface ImagePart {
   type: 'image';
@@ -185,7 +189,9 @@ export interface UnifiedResult {
 export type StreamPart =
   // `usage`: what the upstream reports when the stream opens (Anthropic: the prompt's tokens), when it does.
   | { type: 'stream-start'; id: string; model: string; usage?: Usage }
-  | { type: 'text-delta'; delta: string }
+  | { type: 'text-delta'; delta: string; refusal?: true }
+  /** A citation for the text block being streamed (Anthropic `citations_delta`). */
+  | { type: 'text-citation'; citation: Record<string, unknown> }
   | { type: 'reasoning-delta'; delta: string }
   | { type: 'reasoning-signature'; signature: string }
   | { type: 'redacted-reasoning'; data: string }

@@ -43,7 +43,7 @@ function billedExtras(usage: z.infer<typeof AnthropicUsageSchema> | null | undef
 export function fromAnthropicBlock(block: Record<string, unknown>): ResultPart {
   switch (block.type) {
     case 'text':
-      return { type: 'text', text: String(block.text ?? '') };
+      return { type: 'text', text: String(block.text ?? ''), ...(Array.isArray(block.citations) && block.citations.length > 0 ? { citations: block.citations as Array<Record<string, unknown>> } : {}) };
     case 'thinking':
       return { type: 'reasoning', text: String(block.thinking ?? ''), ...(typeof block.signature === 'string' ? { signature: block.signature } : {}) };
     case 'redacted_thinking':

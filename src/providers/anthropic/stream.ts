@@ -22,6 +22,7 @@ const EventSchema = z.object({
       partial_json: z.string().nullish(),
       thinking: z.string().nullish(),
       signature: z.string().nullish(),
+      citation: z.looseObject({}).nullish(),
       stop_reason: z.string().nullish(),
       stop_sequence: z.string().nullish(),
     })
@@ -79,6 +80,8 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
           } else if (delta?.type === 'thinking_delta' && delta.thinking) {
             producedChars += delta.thinking.length;
             yield { type: 'reasoning-delta', delta: delta.thinking };
+          } else if (delta?.type === 'citations_delta' && delta.citation) {
+            yield { type: 'text-citation', citation: delta.citation };
           } else if (delta?.type === 'signature_delta' && delta.signature) {
             yield { type: 'reasoning-signature', signature: delta.signature };
           } else if (delta?.type === 'input_json_delta' && delta.partial_json) {

@@ -25,6 +25,7 @@ export const OpenAIResponseSchema = z.object({
     z.object({
       message: z.object({
         content: z.string().nullish(),
+        refusal: z.string().nullish(),
         reasoning_content: z.string().nullish(),
         reasoning: z.string().nullish(),
         tool_calls: z.array(ToolCallSchema).nullish(),
@@ -61,6 +62,7 @@ export function fromOpenAIResponse(body: z.infer<typeof OpenAIResponseSchema>, f
   const reasoning = choice?.message.reasoning_content ?? choice?.message.reasoning;
   if (reasoning) content.push({ type: 'reasoning', text: reasoning });
   if (choice?.message.content) content.push({ type: 'text', text: choice.message.content });
+  if (choice?.message.refusal) content.push({ type: 'text', text: choice.message.refusal, refusal: true });
   for (const [index, call] of (choice?.message.tool_calls ?? []).entries()) {
     content.push({ type: 'tool-call', id: call.id ?? `call_${index}`, name: call.function.name, input: parseToolInput(call.function.arguments ?? '') });
   }

@@ -17,6 +17,7 @@ const ChunkSchema = z.object({
         delta: z
           .object({
             content: z.string().nullish(),
+            refusal: z.string().nullish(),
             reasoning_content: z.string().nullish(),
             reasoning: z.string().nullish(),
             tool_calls: z
@@ -93,6 +94,10 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
       if (delta?.content) {
         producedChars += delta.content.length;
         yield { type: 'text-delta', delta: delta.content };
+      }
+      if (delta?.refusal) {
+        producedChars += delta.refusal.length;
+        yield { type: 'text-delta', delta: delta.refusal, refusal: true };
       }
       for (const toolDelta of delta?.tool_calls ?? []) {
         let call = calls.get(toolDelta.index);

@@ -18,7 +18,8 @@ const chatId = (upstreamId: string): string => (upstreamId.startsWith('chatcmpl-
 
 /** Hub result → chat completion object. `model` is the public id the caller asked for. */
 export function unifiedToChat(result: UnifiedResult, model: string, created = Math.floor(Date.now() / 1000)) {
-  const text = result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+  const text = result.content.flatMap((part) => (part.type === 'text' && !part.refusal ? [part.text] : [])).join('');
+  const refusal = result.content.flatMap((part) => (part.type === 'text' && part.refusal ? [part.text] : [])).join('');
   const reasoning = result.content.flatMap((part) => (part.type === 'reasoning' ? [part.text] : [])).join('');
   const toolCalls = result.content.flatMap((part) =>
     part.type === 'tool-call' ? [{ id: part.id, type: 'function' as const, function: { name: part.name, arguments: JSON.stringify(part.input) } }] : [],
@@ -33,8 +34,9 @@ export function unifiedToChat(result: UnifiedResult, model: string, created = Ma
         index: 0,
         message: {
           role: 'assistant' as const,
-          content: text.length > 0 || toolCalls.length === 0 ? text : null,
-          refusal: null,
+          // (OpenAI answers a refusal with content null.)
+          content: text.length > 0 || (toolCalls.length === 0 && !refusal) ? text : null,
+          refusal: refusal || null,
           ...(reasoning ? { reasoning_content: reasoning } : {}),
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
         },
@@ -66,7 +68,7 @@ export function createChatChunker(model: string, includeUsage: boolean, created 
         id = chatId(part.id);
         return [chunk({ role: 'assistant', content: '' })];
       case 'text-delta':
-        return [chunk({ content: part.delta })];
+        return [chunk(part.refusal ? { refusal: part.delta } : { content: part.delta })];
       case 'reasoning-delta':
         return [chunk({ reasoning_content: part.delta })];
       case 'tool-input-start': {

@@ -7,6 +7,8 @@ export const messagesUsage = (usage: Usage) => ({
   cache_creation_input_tokens: usage.cache_creation_input_tokens,
   cache_read_input_tokens: usage.cache_read_input_tokens,
   output_tokens: usage.output_tokens,
+  // As Anthropic reports them: the searches the call was billed for.
+  ...(usage.web_search_requests ? { server_tool_use: { web_search_requests: usage.web_search_requests } } : {}),
 });
 
 /** Anthropic upstreams keep their own stop reason (pause_turn, refusal, ...); others are mapped. */
@@ -18,7 +20,7 @@ const messageId = (id: string) => (id.startsWith('msg_') ? id : `msg_${id}`);
 function block(part: ResultPart): Record<string, unknown> | undefined {
   switch (part.type) {
     case 'text':
-      return { type: 'text', text: part.text };
+      return { type: 'text', text: part.text, ...(part.citations ? { citations: part.citations } : {}) };
     case 'reasoning':
       return { type: 'thinking', thinking: part.text, signature: part.signature ?? '' };
     case 'redacted-reasoning':
@@ -83,6 +85,12 @@ export function createMessagesEventWriter(anthropicUpstream: boolean) {
       case 'text-delta': {
         const out = open?.kind === 'text' ? [] : start('text', { type: 'text', text: '' });
         out.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: part.delta } }));
+        return out;
+      }
+      case 'text-citation': {
+        // Anthropic streams a cited block's citations before its text: the block opens with them.
+        const out = open?.kind === 'text' ? [] : start('text', { type: 'text', text: '', citations: [] });
+        out.push(event('content_block_delta', { index, delta: { type: 'citations_delta', citation: part.citation } }));
         return out;
       }
       case 'reasoning-delta': {

@@ -37,6 +37,16 @@ const usage = (plan: Plan, output = plan.usage.output, searches = plan.webSearch
   ...(searches > 0 ? { server_tool_use: { web_search_requests: searches } } : {}),
 });
 
+/** A searched answer cites one result per search, as Anthropic's web search does. */
+const citations = (plan: Plan) =>
+  Array.from({ length: plan.webSearches }, (_, i) => ({
+    type: 'web_search_result_location',
+    url: `https://example.com/result-${i + 1}`,
+    title: `Result ${i + 1}`,
+    cited_text: plan.words.slice(0, 3).join(' '),
+    encrypted_index: `sim-${plan.id}-${i + 1}`,
+  }));
+
 const stopReason = (plan: Plan) =>
   ({ stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', stop_sequence: 'stop_sequence', context_window: 'model_context_window_exceeded' })[plan.finish];
 const signature = (plan: Plan) => `sim-sig-${plan.id}`;
@@ -101,7 +111,7 @@ export const anthropicProtocol: SimProtocol = {
   render(plan) {
     const content: Record<string, unknown>[] = [];
     if (plan.reasoning.length > 0) content.push({ type: 'thinking', thinking: plan.reasoning.join(' '), signature: signature(plan) });
-    if (plan.words.length > 0) content.push({ type: 'text', text: plan.words.join(' ') });
+    if (plan.words.length > 0) content.push({ type: 'text', text: plan.words.join(' '), ...(plan.webSearches > 0 ? { citations: citations(plan) } : {}) });
     for (const call of plan.toolCalls) content.push({ type: 'tool_use', id: call.id.replace(/^call_/, 'toolu_'), name: call.name, input: call.input });
     return {
       id: `msg_${plan.id}`,
@@ -132,7 +142,8 @@ export const anthropicProtocol: SimProtocol = {
       index++;
     }
     if (plan.words.length > 0) {
-      events.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+      events.push(ev('content_block_start', { index, content_block: { type: 'text', text: '', ...(plan.webSearches > 0 ? { citations: [] } : {}) } }));
+      for (const citation of citations(plan)) events.push(ev('content_block_delta', { index, delta: { type: 'citations_delta', citation } }));
       for (const delta of wordDeltas(plan.words)) events.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text: delta } }));
       events.push(ev('content_block_stop', { index }));
       index++;

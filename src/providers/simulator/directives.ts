@@ -15,6 +15,8 @@ export interface Directives {
   /** `[[stream-error:STATUS]]`: a stream carries the provider's in-stream error event for STATUS. */
   streamErrorStatus?: number;
   think: boolean;
+  /** `[[refuse]]`: the model declines; OpenAI reports the answer as `refusal` (content null), the others as text. */
+  refuse?: boolean;
   /** `[[repeat:N]]`: after tool results, call the same tools again until N rounds were made. */
   repeat?: number;
   /** `[[then-error:STATUS]]`: answer the request that brings the tool results with this error. */
@@ -92,6 +94,9 @@ export function parseDirectives(input: string): Directives {
           break;
         case 'think':
           directives.think = true;
+          break;
+        case 'refuse':
+          directives.refuse = true;
           break;
         case 'repeat':
           directives.repeat = int(name, value);

@@ -108,8 +108,8 @@ export const openaiProtocol: SimProtocol = {
           index: 0,
           message: {
             role: 'assistant',
-            content: text.length > 0 ? text : null,
-            refusal: null,
+            content: text.length > 0 && !plan.refusal ? text : null,
+            refusal: plan.refusal ? text : null,
             ...(plan.reasoning.length > 0 ? { reasoning_content: plan.reasoning.join(' ') } : {}),
             ...(plan.toolCalls.length > 0
               ? { tool_calls: plan.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } })) }
@@ -129,7 +129,7 @@ export const openaiProtocol: SimProtocol = {
       sseMessage({ id: `chatcmpl-${plan.id}`, object: 'chat.completion.chunk', created, model: plan.model.name, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
     const events = [chunk({ role: 'assistant', content: '' })];
     for (const delta of wordDeltas(plan.reasoning)) events.push(chunk({ reasoning_content: delta }));
-    for (const delta of wordDeltas(plan.words)) events.push(chunk({ content: delta }));
+    for (const delta of wordDeltas(plan.words)) events.push(chunk(plan.refusal ? { refusal: delta } : { content: delta }));
     plan.toolCalls.forEach((call, index) => {
       events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
       for (const piece of halves(JSON.stringify(call.input))) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));

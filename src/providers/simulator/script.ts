@@ -55,6 +55,8 @@ export interface Plan {
   usage: { input: number; output: number; reasoning: number; cacheRead: number; cacheWrite: number; cacheWrite1h: number };
   /** Web searches the model ran (the request offered web search and asked for them). */
   webSearches: number;
+  /** The words are a refusal (`[[refuse]]`). */
+  refusal: boolean;
   delayMs: number;
   paceMs: number;
   cutAfter?: number;
@@ -110,6 +112,7 @@ export function planResponse(input: SimInput): Plan {
   else if (directives.tools.length > 0) text = '';
   else if (input.responseSchema) text = JSON.stringify(jsonAnswer(input.responseSchema, directives.text));
   else if (input.images?.length) text = `A simulated image (${input.images.join('; ')})`;
+  else if (directives.refuse) text = "I can't help with that.";
   else if (input.lastUserText) text = directives.text ? `You said: ${directives.text}` : 'OK.';
   else if (input.toolResults.length > 0) text = `Tool results: ${input.toolResults.join(' | ')}`;
   else text = 'OK.';
@@ -146,6 +149,7 @@ export function planResponse(input: SimInput): Plan {
       cacheWrite1h,
     },
     webSearches: input.webSearchOffered ? (directives.webSearches ?? 0) : 0,
+    refusal: directives.refuse === true && directives.json === undefined && directives.tokens === undefined && directives.tools.length === 0,
     ...base,
   };
 }

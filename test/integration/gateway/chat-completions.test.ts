@@ -104,6 +104,18 @@ describe('the official openai client against the gateway', () => {
     expect(second.choices[0]!.finish_reason).toBe('stop');
   });
 
+  test("a model's refusal is message.refusal (content null), plain and streamed", async () => {
+    const request = { model: 'openai/gpt-4o-mini', messages: [{ role: 'user' as const, content: 'something bad [[refuse]]' }] };
+    const plain = await client.chat.completions.create(request);
+    const streamed = await client.chat.completions.stream(request).finalChatCompletion();
+    for (const completion of [plain, streamed]) {
+      expect(completion.choices[0]!.message).toMatchObject({ content: null, refusal: "I can't help with that." });
+    }
+    // Another provider's model declines in plain text: no refusal field to fill.
+    const claude = await client.chat.completions.create({ ...request, model: 'anthropic/claude-haiku-4-5' });
+    expect(claude.choices[0]!.message).toMatchObject({ content: "I can't help with that.", refusal: null });
+  });
+
   test('an upstream error reaches the client as an APIError with the provider status', async () => {
     const failure = await client.chat.completions.create({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: '[[error:429]]' }] }).catch((e) => e);
     expect(failure).toBeInstanceOf(OpenAI.RateLimitError);

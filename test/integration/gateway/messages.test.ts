@@ -67,6 +67,23 @@ describe('the official anthropic client against the gateway', () => {
     expect(sent.thinking).toEqual({ type: 'enabled', budget_tokens: 2000 });
   });
 
+  test("web search: the answer's citations and the search count reach the client, plain and streamed (citations_delta)", async () => {
+    const request = {
+      model: 'claude-haiku-4-5',
+      max_tokens: 200,
+      tools: [{ type: 'web_search_20250305' as const, name: 'web_search' as const, max_uses: 3 }],
+      messages: [{ role: 'user' as const, content: 'what is new [[web-search:2]]' }],
+    };
+    const plain = await client.messages.create(request);
+    const streamed = await client.messages.stream(request).finalMessage();
+    for (const message of [plain, streamed]) {
+      const text = message.content.find((block) => block.type === 'text') as Anthropic.TextBlock;
+      expect(text.citations).toHaveLength(2);
+      expect(text.citations![0]).toMatchObject({ type: 'web_search_result_location', url: 'https://example.com/result-1', title: 'Result 1' });
+      expect(message.usage.server_tool_use).toEqual({ web_search_requests: 2 });
+    }
+  });
+
   test('tool call round trip, plain and streamed (input_json_delta)', async () => {
     const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'weather? [[tool:get_weather {"city":"Oslo"}]]' }];
     const first = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 200, tools: [weatherTool], messages });
