@@ -63,6 +63,12 @@ function jsonRpcBody(limitBytes: number): Middleware {
           ctx.body = { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${problem}` }, id: null };
           return Promise.resolve();
         }
+        const call = toolCallWithoutName(ctx.request.body);
+        if (call) {
+          // The SDK would answer an internal error (-32603) for what is the caller's mistake.
+          ctx.body = { jsonrpc: '2.0', id: call.id, error: { code: -32602, message: 'Invalid params: tools/call needs params with the tool name' } };
+          return Promise.resolve();
+        }
         return next();
       });
     } catch (error) {
@@ -88,6 +94,14 @@ function notJsonRpc(body: unknown): string | undefined {
     if ('id' in m && typeof m.id !== 'string' && typeof m.id !== 'number') return 'an id must be a string or a number';
   }
   return undefined;
+}
+
+/** A single `tools/call` request without `params.name` (a string), or undefined. */
+function toolCallWithoutName(body: unknown): { id: string | number } | undefined {
+  if (Array.isArray(body)) return undefined;
+  const message = body as { method?: unknown; id?: string | number; params?: { name?: unknown } };
+  if (message.method !== 'tools/call' || message.id === undefined) return undefined;
+  return typeof message.params?.name === 'string' ? undefined : { id: message.id };
 }
 
 /**

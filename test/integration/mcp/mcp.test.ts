@@ -331,6 +331,14 @@ describe('POST /v1/mcp: credentials', () => {
     }
   });
 
+  test('tools/call without params or a tool name is Invalid params (-32602) for that request id', async () => {
+    for (const extra of [{}, { params: {} }, { params: { name: 7 } }, { params: 'ping' }]) {
+      const response = await rawCall(tenant.key, { jsonrpc: '2.0', id: 41, method: 'tools/call', ...extra });
+      expect(response.status).toBe(200);
+      expect(await json(response)).toEqual({ jsonrpc: '2.0', id: 41, error: { code: -32602, message: 'Invalid params: tools/call needs params with the tool name' } });
+    }
+  });
+
   test('revoked key: 401 {error: invalid_token, error_description}', async () => {
     const { key, id } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all' });
     expect((await rawCall(key)).status).toBe(200);
