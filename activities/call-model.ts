@@ -14,11 +14,12 @@ import {
 import { estimateRequestTokens } from '../src/providers/tokens';
 import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
 import { reasoningEffortError } from '../src/domain/agents';
-import { addUsage, creditsExhaustedForRun, wastedUsageIn, zeroUsage, type RunUsage, type TurnOutcome, type WastedUsageDetails } from '../src/domain/run';
+import { creditsExhaustedForRun, zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 import { heartbeating } from './heartbeat';
+import { recordBrokenAttempt } from '../src/store/attempt-usage';
 import { pricedUsage, turnUsageOf } from './priced-usage';
 
 /**
@@ -28,30 +29,27 @@ import { pricedUsage, turnUsageOf } from './priced-usage';
  */
 export const outputReserve = (model: ModelRecord, maxTokens: number | null) => Math.min(maxTokens ?? 1024, model.max_output_tokens, Math.floor(model.context_window / 2));
 
-/**
- * Provider failures become ApplicationFailures whose type is the run error code. `wasted`:
- * what this turn's broken streams used so far, for the workflow to bill if this attempt is the last.
- */
-export function toRunFailure(error: unknown, wasted?: RunUsage): Error {
+/** Provider failures become ApplicationFailures whose type is the run error code. */
+export function toRunFailure(error: unknown): Error {
   if (error instanceof CancelledFailure || (error as Error)?.name === 'AbortError') return error as Error;
-  const details = wasted && wasted.credits_nano > 0 ? [{ wasted_usage: wasted } satisfies WastedUsageDetails] : undefined;
   if (error instanceof UpstreamHttpError) {
     const type = error.status === 429 ? 'rate_limit_error' : 'upstream_error';
     const message = `${error.provider} answered ${error.status}`;
-    if (!error.retryable) return ApplicationFailure.create({ type, message, nonRetryable: true, details });
-    return ApplicationFailure.create({ type, message, nextRetryDelay: error.retryAfterMs, details });
+    if (!error.retryable) return ApplicationFailure.create({ type, message, nonRetryable: true });
+    return ApplicationFailure.create({ type, message, nextRetryDelay: error.retryAfterMs });
   }
   const name = (error as Error)?.name ?? '';
-  if (name === 'UpstreamTimeoutError') return ApplicationFailure.create({ type: 'upstream_timeout', message: 'the provider did not answer in time', details });
-  if (name === 'UpstreamConnectionError' || name === 'ProviderError') return ApplicationFailure.create({ type: 'upstream_error', message: 'the provider could not be reached', details });
-  return ApplicationFailure.create({ type: 'internal_error', message: 'internal error', nonRetryable: true, cause: error as Error, details });
+  if (name === 'UpstreamTimeoutError') return ApplicationFailure.create({ type: 'upstream_timeout', message: 'the provider did not answer in time' });
+  if (name === 'UpstreamConnectionError' || name === 'ProviderError') return ApplicationFailure.create({ type: 'upstream_error', message: 'the provider could not be reached' });
+  return ApplicationFailure.create({ type: 'internal_error', message: 'internal error', nonRetryable: true, cause: error as Error });
 }
 
-/** A provider stream that broke after it began, with what it had used by then. */
+/** A provider stream that broke after it began, with what it had used by then and whether the model had produced anything. */
 class BrokenStream extends Error {
   constructor(
     readonly failure: Error,
     readonly usage: Usage,
+    readonly produced: boolean,
   ) {
     super(failure.message);
   }
@@ -99,6 +97,7 @@ interface Assembled {
 /** Reads a provider stream into one turn; the time until the first answer token is the thinking time. */
 async function assemble(parts: AsyncIterable<StreamPart>, started: number): Promise<Assembled> {
   const out: Assembled = { text: '', reasoning: '', toolCalls: [], finish: 'other', usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, reasoning_tokens: 0 } };
+  let sawToolInput = false;
   for await (const part of parts) {
     Context.current().heartbeat();
     if (part.type === 'reasoning-delta') out.reasoning += part.delta;
@@ -110,7 +109,8 @@ async function assemble(parts: AsyncIterable<StreamPart>, started: number): Prom
       out.usage = part.usage;
       const unified = part.finish_reason.unified;
       out.finish = unified === 'stop' || unified === 'stop-sequence' ? 'stop' : unified === 'length' ? 'length' : unified === 'tool-calls' ? 'tool-calls' : unified === 'context-window' ? 'context-window' : 'other';
-    } else if (part.type === 'error') throw new BrokenStream(part.error, part.usage);
+    } else if (part.type === 'error') throw new BrokenStream(part.error, part.usage, out.text !== '' || out.reasoning !== '' || out.toolCalls.length > 0 || sawToolInput);
+    if (part.type === 'tool-input-delta') sawToolInput = true;
   }
   if (out.reasoning && out.thinkingMs === undefined) out.thinkingMs = Date.now() - started;
   return out;
@@ -125,15 +125,12 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
      */
     async callModel(input: { sessionId: string; runId: string; turn: number; cycleKey: string; unbilledCreditsNano?: number }): Promise<TurnOutcome> {
       const keyPrefix = `${input.runId}:turn:${input.turn}`;
-      // What earlier attempts of this turn used before their stream broke: the provider bills
-      // it, so the run does (in its closing usage; the turn's own usage event shows the attempt kept).
-      const carried = wastedUsageIn(Context.current().info.heartbeatDetails) ?? zeroUsage();
       const context = await loadRunContext(deps.db, input.sessionId, input.runId);
       const model = findModel(context.agent.model);
       if (!model) throw ApplicationFailure.create({ type: 'internal_error', message: `unknown model ${context.agent.model}`, nonRetryable: true });
       const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
       const conversation = buildConversation(context);
-      if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, addUsage(recorded.usage, carried), recorded.contextTokens, conversation.loadedTools);
+      if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
       assertRunHoldsSession(context.session, input.runId);
       if (creditsExhaustedForRun(context.balanceNano, input.unbilledCreditsNano ?? 0)) {
         throw ApplicationFailure.create({ type: 'rate_limit_error', message: 'the project credit balance is exhausted', nonRetryable: true });
@@ -151,18 +148,18 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       let turn: Assembled;
       const started = Date.now();
       try {
-        turn = await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started), { wasted_usage: carried } satisfies WastedUsageDetails);
+        turn = await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started));
       } catch (error) {
         if (error instanceof ContextWindowExceededError) {
-          return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: carried, contextTokens: 0, needsCompaction: true };
+          return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
         }
-        // (An interrupted call's partial output is not billed: the cancellation carries no details.)
+        // A call whose stream broke (or was cancelled) after the model produced output: the
+        // provider bills it, so the run does, when it closes, whatever happens to it next.
+        if (error instanceof BrokenStream && error.produced) {
+          await recordBrokenAttempt(deps.db, input.runId, `${keyPrefix}:attempt:${Context.current().info.attempt}`, pricedUsage(model, error.usage));
+        }
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
-        if (!(error instanceof BrokenStream)) throw toRunFailure(error, carried);
-        const wasted = addUsage(carried, pricedUsage(model, error.usage));
-        // The next attempt reads it back (the last heartbeat before a failure is always delivered).
-        Context.current().heartbeat({ wasted_usage: wasted } satisfies WastedUsageDetails);
-        throw toRunFailure(error.failure, wasted);
+        throw toRunFailure(error instanceof BrokenStream ? error.failure : error);
       }
 
       const usage = pricedUsage(model, turn.usage);
@@ -214,7 +211,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         });
         await appendEvents(client, input.sessionId, events);
       });
-      return classify(context.agent.tools ?? [], turn.toolCalls, stop, addUsage(usage, carried), totalTokens, conversation.loadedTools);
+      return classify(context.agent.tools ?? [], turn.toolCalls, stop, usage, totalTokens, conversation.loadedTools);
     },
   };
 }

@@ -5,10 +5,9 @@ import { Context } from '@temporalio/activity';
  * timeout) reaches the activity and a dead worker is noticed within the heartbeat timeout
  * (every activity of a run is scheduled with one).
  */
-export async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>, details?: unknown): Promise<T> {
+export async function heartbeating<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const context = Context.current();
-  // Every heartbeat carries `details`: a heartbeat without them would erase what an earlier attempt left.
-  const timer = setInterval(() => context.heartbeat(details), 1000);
+  const timer = setInterval(() => context.heartbeat(), 1000);
   try {
     return await work(context.cancellationSignal);
   } finally {

@@ -10,6 +10,7 @@ import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNI
 import { newId } from '../src/store/ids';
 import { markWorkflowEnded } from '../src/store/sessions';
 import { turnUsageOf } from './priced-usage';
+import { takeBrokenAttempts } from '../src/store/attempt-usage';
 import { CANCELLED_BECAUSE, cancelledResults, union } from '../src/domain/events';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
@@ -274,8 +275,6 @@ export function createRunCycleActivities(deps: Deps) {
     // the end it already has).
     if (!session || session.active_run_id !== input.runId) return undefined;
     const key = `${input.cycleKey}:end`;
-    // Event usage carries the spec's fields only; the rest is for the usage rows.
-    const { reasoning_tokens: _reasoning, by_model: _byModel, ...usage } = input.usage;
     // A run's end consumes its interrupts. One the api accepted while this run held the
     // session (under the same row lock) was meant for this run, even if the workflow has not
     // seen its signal yet or the model answered before the cancellation reached the call:
@@ -288,6 +287,11 @@ export function createRunCycleActivities(deps: Deps) {
     // A pause keeps the run holding the session, so a retried pause close is not caught above:
     // it must find its closing event before acting on an interrupt that came after it committed.
     if (!endRun && toolCalls && (await closingEventExists(client, session.id, key))) return undefined;
+    // Model calls of this run whose stream broke after producing output: billed with it (taken
+    // only by a close that goes on to bill them).
+    const runUsage = session.has_broken_attempts ? (await takeBrokenAttempts(client, input.runId)).reduce(addUsage, input.usage) : input.usage;
+    // Event usage carries the spec's fields only; the rest is for the usage rows.
+    const { reasoning_tokens: _reasoning, by_model: _byModel, ...usage } = runUsage;
     if (endRun || (toolCalls && input.endIfInterrupted)) {
       const { rowCount } = await client.query(
         `UPDATE session_events SET processed_at = clock_timestamp()
@@ -371,7 +375,7 @@ export function createRunCycleActivities(deps: Deps) {
     );
     if (usage.credits_nano > 0 || usage.input_tokens + usage.output_tokens > 0) {
       // One row per model the cycle used (the agent's model may have changed between turns).
-      for (const row of usageByModel(input.usage, session.agent?.model ?? 'unknown')) {
+      for (const row of usageByModel(runUsage, session.agent?.model ?? 'unknown')) {
         await insertUsage(client, {
           projectId: session.project_id,
           model: row.model,

@@ -23,7 +23,7 @@ import {
 import type { Activities } from '../activities';
 import { SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, SIGNAL_TITLE_CHANGED } from '../src/temporal/names';
 import type { SessionWorkflowInput } from '../src/temporal/session-signals';
-import { addUsage, isRunErrorCode, wastedUsageIn, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
+import { addUsage, isRunErrorCode, zeroUsage, type RunErrorCode, type RunUsage, type StopReason } from '../src/domain/run';
 import type { RunCycle } from '../activities/run-cycle';
 
 type ActiveCycle = Extract<RunCycle, { runId: string }>;
@@ -203,8 +203,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
             : { kind: 'error', code: 'run_interrupted' };
         return { end: code, usage, contextTokens: reportedTokens(), turns };
       }
-      // A turn whose every attempt failed may still have used tokens (streams that broke midway).
-      return { end: { kind: 'error', code: errorCodeOf(error) }, usage: addUsage(usage, wastedUsageOf(error)), contextTokens: reportedTokens(), turns };
+      return { end: { kind: 'error', code: errorCodeOf(error) }, usage, contextTokens: reportedTokens(), turns };
     } finally {
       timerScope.cancel();
       currentScope = undefined;
@@ -371,14 +370,6 @@ function startTimer(ms: number, onFire: () => void): CancellationScope {
 }
 
 /** An activity failure's ApplicationFailure type names the run error code. */
-/** The wasted usage a failed model-call activity's last attempt reported, if any. */
-function wastedUsageOf(error: unknown): RunUsage {
-  for (let cause: unknown = error; cause && typeof cause === 'object'; cause = (cause as { cause?: unknown }).cause) {
-    if (cause instanceof ApplicationFailure) return wastedUsageIn(cause.details?.[0]) ?? zeroUsage();
-  }
-  return zeroUsage();
-}
-
 function errorCodeOf(error: unknown): RunErrorCode {
   let cause: unknown = error;
   while (cause && typeof cause === 'object') {

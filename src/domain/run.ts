@@ -100,21 +100,6 @@ export function usageByModel(usage: RunUsage, fallbackModel: string): Array<{ mo
   return rows.filter((row) => USAGE_COUNTS.some((field) => row.usage[field] !== 0));
 }
 
-/**
- * The usage of a turn's attempts whose provider stream broke after it began (the provider
- * bills what it read and wrote), carried between attempts in the activity's heartbeat details
- * and, when the last attempt fails, in its failure's details: `{wasted_usage}`.
- */
-export interface WastedUsageDetails {
-  wasted_usage: RunUsage;
-}
-
-/** The wasted usage a heartbeat or failure's details carry, if they carry one. */
-export function wastedUsageIn(details: unknown): RunUsage | undefined {
-  const usage = (details as Partial<WastedUsageDetails> | null | undefined)?.wasted_usage;
-  return usage && typeof usage === 'object' && typeof usage.credits_nano === 'number' ? usage : undefined;
-}
-
 /** What one model turn tells the workflow. */
 export interface TurnOutcome {
   /** `tool_use` when the model called tools; otherwise the run's stop reason. */

@@ -59,23 +59,17 @@ export async function lockSession(client: PoolClient, sessionId: string): Promis
   return rows[0];
 }
 
-/** lockSession, and whether the session's agent has been deleted (read in the same statement). */
-export async function lockSessionForEvents(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent_deleted: boolean }) | undefined> {
-  const { rows } = await client.query<LockedSession & { agent_deleted: boolean }>({
-    name: 'lock_session_for_events',
-    text: `SELECT ${LOCKED_SESSION_COLUMNS.map((column) => `s.${column}`).join(', ')}, a.deleted_at IS NOT NULL AS agent_deleted
-             FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1 FOR UPDATE OF s`,
-    values: [sessionId],
-  });
-  return rows[0];
-}
-
-/** lockSession, and the model and tools of the session's agent (null if the agent is gone) read in the same statement. */
-export async function lockSessionWithAgent(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> {
-  const { rows } = await client.query<LockedSession & { agent: SessionAgent | null }>({
+/**
+ * lockSession, and in the same statement the session's agent (model, tools, whether it was
+ * deleted; null if the row is gone) and whether the run holding the session has broken
+ * model calls waiting to be billed (store/attempt-usage.ts).
+ */
+export async function lockSessionWithAgent(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent: SessionAgent | null; has_broken_attempts?: boolean }) | undefined> {
+  const { rows } = await client.query<LockedSession & { agent: SessionAgent | null; has_broken_attempts: boolean }>({
     name: 'lock_session_with_agent',
     text: `SELECT ${LOCKED_SESSION_COLUMNS.map((column) => `s.${column}`).join(', ')},
-                  CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('model', a.model, 'tools', a.tools) END AS agent
+                  CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('model', a.model, 'tools', a.tools, 'deleted', a.deleted_at IS NOT NULL) END AS agent,
+                  EXISTS (SELECT 1 FROM run_attempt_usage w WHERE w.run_id = s.active_run_id) AS has_broken_attempts
              FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id WHERE s.id = $1 FOR UPDATE OF s`,
     values: [sessionId],
   });
@@ -84,6 +78,8 @@ export async function lockSessionWithAgent(client: PoolClient, sessionId: string
 export interface SessionAgent {
   model: string;
   tools: ToolEntry[] | null;
+  /** The agent was deleted: its sessions start no new runs from the events API. */
+  deleted?: boolean;
 }
 
 /**

@@ -6,7 +6,7 @@ import { decodeCursor, encodeCursor } from '../../domain/cursor';
 import { EventListQuerySchema, planEvents, PostEventsSchema } from '../../domain/events';
 import { withTransaction } from '../../store/db';
 import { findEventPosition, listEvents } from '../../store/event-queries';
-import { appendEvents, lockSessionForEvents, presentEvent } from '../../store/events';
+import { appendEvents, lockSessionWithAgent, presentEvent } from '../../store/events';
 import { newId } from '../../store/ids';
 import { isAsyncExecutionEnabled, saveRunState } from '../../store/sessions';
 import { signalSession } from '../../temporal/session-signals';
@@ -43,15 +43,15 @@ export function eventsRouter(deps: Deps): Router<AppState, AppContext> {
     if (runStarting && asyncEnabled) await assertCredits(deps.db, session.project_id);
 
     const { plan, appended } = await withTransaction(deps.db, async (client) => {
-      const locked = await lockSessionForEvents(client, session.id);
+      const locked = await lockSessionWithAgent(client, session.id);
       if (!locked || locked.deleted_at) throw notFound('session');
-      // A deleted agent starts no new runs; its sessions stay readable, and a run it already
-      // started (a pause for client tools included) may still finish.
-      if (locked.agent_deleted && input.events.some((event) => event.type === 'user.message')) {
-        throw new ApiError(409, 'conflict_error', "the session's agent was deleted: it starts no new runs");
-      }
       const plan = planEvents(locked, input.events, { newRunId: newId('run'), asyncEnabled });
       if (!plan.ok) throw plan.status === 409 ? new ApiError(409, 'conflict_error', plan.message) : badRequest(plan.message, 'events');
+      // A deleted agent starts no new runs (checked after the spec's own rules, which come first);
+      // its sessions stay readable, and a run it already started (a pause included) may finish.
+      if (locked.agent?.deleted && input.events.some((event) => event.type === 'user.message')) {
+        throw new ApiError(409, 'conflict_error', "the session's agent was deleted: it starts no new runs");
+      }
       const appended = await appendEvents(client, session.id, plan.append);
       await saveRunState(client, session.id, plan.state, plan.startedRunId !== undefined);
       return { plan, appended };

@@ -354,6 +354,33 @@ test("an agent whose model changes during a run: the run's usage rows are per mo
   expect(rows.reduce((sum, row) => sum + Number(row.credits), 0)).toBe(idle.usage.credits_nano);
 });
 
+test('a broken attempt is billed also when an interrupt ends the run before its retry; a break before any output is not billed', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'anthropic/claude-haiku-4-5' });
+  const before = await getBalanceNano(api.deps.db, tenant.projectId);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[cut-first:5]] [[tokens:30]] break, then stop') }]);
+  // The first attempt broke and was recorded; its retry waits out the back-off (1 s): interrupt now.
+  const broken = async () => (await api.deps.db.query('SELECT usage FROM run_attempt_usage WHERE key LIKE $1', [`%:turn:1:attempt:1`])).rows;
+  for (const deadline = Date.now() + 10_000; (await api.deps.db.query(
+    `SELECT 1 FROM run_attempt_usage w JOIN sessions s ON s.active_run_id = w.run_id WHERE s.id = $1`, [session.sessionId])).rowCount === 0; ) {
+    if (Date.now() > deadline) throw new Error(`no broken attempt recorded: ${JSON.stringify(await broken())}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await sendEvents(api.deps, session, [{ type: 'user.interrupt', content: [] }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  expect(event).toMatchObject({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
+  expect(events.filter((e) => e.type === 'session.turn_usage')).toHaveLength(0);
+  expect(event.usage.output_tokens).toBeGreaterThan(0);
+  expect(event.usage.credits_nano).toBe(event.usage.input_tokens * 100_000 + event.usage.output_tokens * 500_000);
+  expect(before - (await getBalanceNano(api.deps.db, tenant.projectId))).toBe(BigInt(event.usage.credits_nano));
+  // Billed once: the rows are gone with the close.
+  expect((await api.deps.db.query('SELECT 1 FROM run_attempt_usage w JOIN session_events e ON e.run_id = w.run_id WHERE e.id = $1', [event.id])).rowCount).toBe(0);
+
+  const early = await createAgentAndSession(api.deps, tenant.projectId, { model: 'anthropic/claude-haiku-4-5' });
+  await sendEvents(api.deps, early, [{ type: 'user.message', content: text('[[stream-error:400]] before any text') }]);
+  const { event: failed } = await waitForEvent(api.deps, early.sessionId, 'closing');
+  expect(failed).toMatchObject({ type: 'session.error', error_code: 'upstream_error', usage: { credits_nano: 0, output_tokens: 0 } });
+});
+
 test('a pause nobody answers ends with session.error run_abandoned', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'slow_tool', input_schema: { type: 'object' } }] });
   await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:slow_tool {}]]') }]);
