@@ -17,7 +17,7 @@ import { reasoningEffortError } from '../src/domain/agents';
 import { creditsExhaustedForRun, zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
-import { assertRunHoldsSession, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
+import { assertRunHoldsSession, assertRunMayStep, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 import { heartbeating } from './heartbeat';
 import { recordBrokenAttempt } from '../src/store/attempt-usage';
 import { pricedUsage, turnUsageOf } from './priced-usage';
@@ -131,7 +131,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const recorded = await recordedTurn(deps, input.sessionId, keyPrefix);
       const conversation = buildConversation(context);
       if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
-      assertRunHoldsSession(context.session, input.runId);
+      assertRunMayStep(context.session, input.runId);
       if (creditsExhaustedForRun(context.balanceNano, input.unbilledCreditsNano ?? 0)) {
         throw ApplicationFailure.create({ type: 'rate_limit_error', message: 'the project credit balance is exhausted', nonRetryable: true });
       }

@@ -8,7 +8,7 @@ import type { ModelRecord } from '../src/providers/catalog';
 import { addUsage, zeroUsage, type RunUsage } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
-import { assertRunHoldsSession, buildConversation, loadRunContext } from './run-context';
+import { assertRunHoldsSession, assertRunMayStep, buildConversation, loadRunContext } from './run-context';
 import { outputReserve, runRequest, toRunFailure } from './call-model';
 import { heartbeating } from './heartbeat';
 
@@ -25,7 +25,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
     async compactContext(input: { sessionId: string; runId: string; turn: number }): Promise<{ fits: boolean; contextTokens: number; usage: RunUsage }> {
       const context = await loadRunContext(deps.db, input.sessionId);
       const model = findModel(context.agent.model)!;
-      assertRunHoldsSession(context.session, input.runId);
+      assertRunMayStep(context.session, input.runId);
       const keyPrefix = `${input.runId}:compaction:${input.turn}:`;
       // The newest message a run has claimed (one queued behind this run, unprocessed though the
       // api has named its run, is not its to summarize).

@@ -26,7 +26,7 @@ export interface Citation {
 }
 
 export interface RunContext {
-  session: { id: string; project_id: string; reasoning_effort: string | null; client_id: string | null; active_run_id: string | null };
+  session: { id: string; project_id: string; reasoning_effort: string | null; client_id: string | null; active_run_id: string | null; deleted_at: string | null };
   agent: AgentRow;
   summary?: string;
   /** Deferred tools loaded before the latest compaction (their `tool_loaded` results are summarized away). */
@@ -49,7 +49,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
       balance_nano: string | null;
     }>({
       name: 'run_context_v3',
-      text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id, 'active_run_id', s.active_run_id) AS session,
+      text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id, 'active_run_id', s.active_run_id, 'deleted_at', s.deleted_at) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
               (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'summary', e.content->0->'text', 'loaded', e.attributes->'_loaded_tools')
@@ -87,6 +87,16 @@ export function assertRunHoldsSession(session: { active_run_id: string | null } 
   if (session?.active_run_id !== runId) {
     throw ApplicationFailure.create({ type: 'run_interrupted', message: 'the run has already ended in the session log', nonRetryable: true });
   }
+}
+
+/**
+ * Before a run's next step (a model turn, a tool, a compaction): the run still holds the
+ * session, and the session was not deleted. A deleted session's run stops there even when the
+ * delete's interrupt never reached the workflow. (A step already under way finishes and is kept.)
+ */
+export function assertRunMayStep(session: { active_run_id: string | null; deleted_at: string | null }, runId: string): void {
+  assertRunHoldsSession(session, runId);
+  if (session.deleted_at) throw ApplicationFailure.create({ type: 'run_interrupted', message: 'the session was deleted', nonRetryable: true });
 }
 
 /**

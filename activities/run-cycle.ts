@@ -127,8 +127,9 @@ export function createRunCycleActivities(deps: Deps) {
   ): Promise<RunCycle> {
     const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
     if (!session || session.deleted_at) {
-      // The workflow ends on this answer: the reconciler need not wake it again.
-      if (session) await markWorkflowEnded(client, session.id);
+      // Between runs the workflow ends on this answer: the reconciler need not wake it again.
+      // (A paused run's claim does not end it: its run must end first, which the interrupt does.)
+      if (session && input.holding === null) await markWorkflowEnded(client, session.id);
       return { kind: 'none', sessionDeleted: true };
     }
     const agent = session.agent;

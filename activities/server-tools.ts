@@ -4,7 +4,7 @@ import { isDevelopment } from '../src/config';
 import { roleOf, searchDeferredTools, toolErrorEnvelope, validateToolInput } from '../src/domain/run-tools';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession } from '../src/store/events';
-import { assertRunHoldsSession, buildConversation, loadRunContext } from './run-context';
+import { assertRunHoldsSession, assertRunMayStep, buildConversation, loadRunContext } from './run-context';
 import { heartbeating } from './heartbeat';
 
 // node's randomInt(min, max + 1) draws from spans below 2^48, with a safe-integer bound.
@@ -27,7 +27,7 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
   return {
     async runServerTool(input: { sessionId: string; runId: string; call: { id: string; name: string; input: Record<string, unknown> } }): Promise<void> {
       const context = await loadRunContext(deps.db, input.sessionId);
-      assertRunHoldsSession(context.session, input.runId);
+      assertRunMayStep(context.session, input.runId);
       const tools = context.agent.tools ?? [];
       const role = roleOf(tools, input.call.name);
       const args = input.call.input;

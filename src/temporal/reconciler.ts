@@ -70,15 +70,19 @@ export const DELETED_SESSION_GRACE_MS = 60_000;
  * recorded as ended. Returns how many were signalled.
  */
 export async function reconcileDeletedSessions(deps: Deps, olderThanMs = DELETED_SESSION_GRACE_MS): Promise<number> {
-  const { rows } = await deps.db.query<{ id: string }>(
-    `SELECT id FROM sessions
+  const { rows } = await deps.db.query<SessionRef & { active_run_id: string | null }>(
+    `SELECT id, project_id, agent_id, title, active_run_id FROM sessions
       WHERE deleted_at IS NOT NULL AND workflow_ended_at IS NULL AND deleted_at < now() - ($1 || ' milliseconds')::interval
       ORDER BY deleted_at LIMIT 500`,
     [String(olderThanMs)],
   );
   let signalled = 0;
-  for (const { id } of rows) {
-    const outcome = await signalSessionDeleted(deps, id).catch((error: unknown) => {
+  for (const { active_run_id: runId, ...session } of rows) {
+    const id = session.id;
+    // A run still holding the session is interrupted first (the delete's own interrupt was lost);
+    // its end then finds the session deleted, and the workflow ends.
+    const signal = runId ? signalSession(deps, session, 'interrupt', runId).then(() => 'signalled' as const) : signalSessionDeleted(deps, id);
+    const outcome = await signal.catch((error: unknown) => {
       deps.logger.warn({ err: error, session_id: id }, 'reconcile signal failed');
       return 'failed' as const;
     });

@@ -131,6 +131,34 @@ test("a deleted session whose delete signal was lost: the reconciler ends its wo
   expect(await signals()).toBe(before);
 });
 
+test('a session deleted while its run is in flight and the interrupt is lost: the run stops at its next step', async () => {
+  const sessionId = await newSession([{ type: 'echo', name: 'say' }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:say {"message":"x"}]] [[repeat:6]] [[then-delay:400]]' }] }]);
+  for (const deadline = Date.now() + 10_000; (await env.api.deps.db.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND type = 'session.turn_usage'`, [sessionId])).rowCount === 0; ) {
+    if (Date.now() > deadline) throw new Error('no turn');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // Deleted with Temporal unreachable: no interrupt reached the workflow.
+  await env.api.deps.db.query(`UPDATE sessions SET deleted_at = now(), status = 'terminated' WHERE id = $1`, [sessionId]);
+  expect(await workflowEnds(sessionId)).toBe('COMPLETED');
+  const { rows } = await env.api.deps.db.query(`SELECT type, error_code FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId]);
+  expect(rows.at(-1)).toEqual({ type: 'session.error', error_code: 'run_interrupted' });
+  expect(rows.filter((r) => r.type === 'session.turn_usage').length).toBeLessThan(7);
+  expect((await env.api.deps.db.query('SELECT workflow_ended_at IS NOT NULL AS ended FROM sessions WHERE id = $1', [sessionId])).rows[0].ended).toBe(true);
+});
+
+test('a session deleted while paused for client tools, the interrupt lost: the reconciler interrupts the run and the workflow ends', async () => {
+  const sessionId = await newSession([{ name: 'ct', description: 'client tool', input_schema: { type: 'object' } }]);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:ct {}]]' }] }]);
+  await waitForClosing(sessionId);
+  await env.api.deps.db.query(`UPDATE sessions SET deleted_at = now() - interval '2 minutes', status = 'terminated' WHERE id = $1`, [sessionId]);
+  expect(await reconcileDeletedSessions(env.api.deps)).toBeGreaterThanOrEqual(1);
+  expect(await workflowEnds(sessionId)).toBe('COMPLETED');
+  const { rows } = await env.api.deps.db.query(`SELECT type FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId]);
+  expect(rows.slice(-2).map((r) => r.type)).toEqual(['user.tool_result', 'session.status_idle']);
+  expect((await env.api.deps.db.query('SELECT workflow_ended_at IS NOT NULL AS ended FROM sessions WHERE id = $1', [sessionId])).rows[0].ended).toBe(true);
+});
+
 /** The session workflow's status once it is no longer running (or RUNNING after 10 s). */
 async function workflowEnds(sessionId: string): Promise<string> {
   const handle = (await env.api.deps.temporal.get()).workflow.getHandle(`session/${sessionId}`);

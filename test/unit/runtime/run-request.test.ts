@@ -3,7 +3,7 @@ import type { RunContext } from '../../../activities/run-context';
 import { findModel } from '../../../src/providers/catalog';
 
 const context = (model: string, efforts: { session: string | null; agent: string | null }): RunContext => ({
-  session: { id: 'sess_1', project_id: 'proj_1', reasoning_effort: efforts.session, client_id: null, active_run_id: 'run_1' },
+  session: { id: 'sess_1', project_id: 'proj_1', reasoning_effort: efforts.session, client_id: null, active_run_id: 'run_1', deleted_at: null },
   agent: { id: 'agent_1', model, system_prompt: null, temperature: null, max_tokens: null, reasoning_effort: efforts.agent, tools: null, settings: null },
   events: [],
   runCitations: [],
