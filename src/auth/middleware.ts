@@ -1,7 +1,7 @@
 import type { Deps } from '../deps';
 import { ApiError, forbidden, serviceUnavailable } from '../api/errors';
 import type { Middleware } from '../api/types';
-import { findServiceTokenByHash, isServiceTokenActive } from '../store/service-tokens';
+import { findServiceTokenByHash, findServiceTokenById } from '../store/service-tokens';
 import { isApiKeyActive } from '../store/api-keys';
 import { findOAuthAccessTokenByHash } from '../store/oauth';
 import { ACCESS_TOKEN_PATTERN, OAUTH_ACCESS_TOKEN_PREFIX } from '../domain/oauth';
@@ -47,13 +47,28 @@ export function bearerFrom(header: string): string | undefined {
 }
 
 /** A site's credential (service token or OAuth access token): the site's account and client. */
+interface SiteCredential {
+  id: string;
+  account_id: string;
+  client_id: string;
+  revoked_at: Date | null;
+  site_status: string | null;
+}
+
 /**
- * A site's credential speaks for it while its registration stands: a revoked site's token
- * is no longer valid (401), a suspended site's is refused (403) until it is activated again.
+ * Why a site's credential (service token, OAuth token) may not act, if it may not: revoked
+ * itself, or speaking for a site that is revoked or suspended (its earlier clients included).
  */
-function sitePrincipal(record: { id: string; account_id: string; client_id: string; site_status: string | null }): Principal {
-  if (record.site_status === 'revoked') throw invalidToken();
-  if (record.site_status === 'suspended') throw forbidden('the site this credential speaks for is suspended');
+function siteCredentialRefusal(record: SiteCredential): 'revoked' | 'suspended' | undefined {
+  if (record.revoked_at || record.site_status === 'revoked') return 'revoked';
+  return record.site_status === 'suspended' ? 'suspended' : undefined;
+}
+
+/** A revoked credential or site is no longer valid (401); a suspended site's is refused (403) until activated again. */
+function sitePrincipal(record: SiteCredential): Principal {
+  const refusal = siteCredentialRefusal(record);
+  if (refusal === 'revoked') throw invalidToken();
+  if (refusal === 'suspended') throw forbidden('the site this credential speaks for is suspended');
   return { method: 'service_token', actorType: 'service', accountId: record.account_id, clientId: record.client_id, keyId: record.id };
 }
 
@@ -63,7 +78,10 @@ async function minterActive(deps: Deps, mintedBy: string | undefined): Promise<b
   const [kind, id] = mintedBy.split(':', 2) as [string, string | undefined];
   if (!id) return false;
   if (kind === 'api_key') return isApiKeyActive(deps.db, id);
-  if (kind === 'service_token') return isServiceTokenActive(deps.db, id);
+  if (kind === 'service_token') {
+    const record = await findServiceTokenById(deps.db, id);
+    return record !== undefined && siteCredentialRefusal(record) === undefined;
+  }
   return false;
 }
 
@@ -90,14 +108,14 @@ export async function resolveCredential(deps: Deps, token: string): Promise<Prin
   }
   if (token.startsWith(SERVICE_TOKEN_PREFIX)) {
     const record = /^sst_[A-Za-z0-9_-]{43}$/.test(token) ? await findServiceTokenByHash(deps.db, hashSecret(token)) : undefined;
-    if (!record || record.revoked_at) throw invalidToken();
+    if (!record) throw invalidToken();
     return sitePrincipal(record);
   }
   if (token.startsWith(OAUTH_ACCESS_TOKEN_PREFIX)) {
     // A site client's OAuth token speaks for the site like a service token does (and is
     // recorded as such in usage), but routes must opt in to the `oauth` kind.
     const record = ACCESS_TOKEN_PATTERN.test(token) ? await findOAuthAccessTokenByHash(deps.db, hashSecret(token)) : undefined;
-    if (!record || record.revoked_at || record.expires_at.getTime() <= Date.now()) throw invalidToken();
+    if (!record || record.expires_at.getTime() <= Date.now()) throw invalidToken();
     return sitePrincipal(record);
   }
   const algorithm = jwtAlgorithm(token);

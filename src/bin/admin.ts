@@ -12,6 +12,7 @@ import { signDevIdpToken } from '../auth/tokens';
 import { getBalanceNano, grantCredits, NANO_PER_CREDIT } from '../billing/credits';
 import { ADMIN_EXTENSIONS } from './admin-extensions';
 import { need, type Flags } from './admin-flags';
+import { revokeServiceToken } from '../store/service-tokens';
 
 /**
  * The console, as a CLI: `npm run -s admin -- <command> [--flags]`.
@@ -26,6 +27,7 @@ const USAGE = `commands:
   credits grant --project ID --credits N
   credits show --project ID
   service-token create --account ID --client-id C
+  service-token revoke --id TOKEN_ID   (browser tokens it minted stop working too)
   idp-token create --subject S --account ID
   dev-credentials            (creates or prints .data/dev-credentials.json)
 ${ADMIN_EXTENSIONS.map((e) => `  ${e.usage}`).join('\n')}`;
@@ -140,6 +142,11 @@ async function run(command: string, positionals: string[], flags: Flags, db: Ret
       return { project_id: flags.project, balance_nano: await getBalanceNano(db, await existingProject(db, need(flags, 'project'))) };
     case 'service-token create':
       return issueServiceToken(db, need(flags, 'account'), need(flags, 'client-id'));
+    case 'service-token revoke': {
+      const id = need(flags, 'id');
+      if (!(await revokeServiceToken(db, id))) throw new Error(`no service token with id ${id}`);
+      return { id, revoked: true };
+    }
     case 'idp-token create': {
       const accountId = need(flags, 'account');
       if (!(await accountExists(db, accountId))) throw new Error(`no account with id ${accountId}`);

@@ -47,8 +47,8 @@ export interface TokenPrices {
 export interface ModelPricing extends TokenPrices {
   /**
    * The tier a call is billed at when its prompt (input, cache reads and cache writes)
-   * exceeds `above_tokens`: Gemini 2.5 Pro and Claude Sonnet 4.x price long prompts higher,
-   * every token class of that call included.
+   * exceeds `above_tokens`: Gemini 2.5 Pro prices long prompts higher, every token class of
+   * that call included.
    */
   long_context?: TokenPrices & { above_tokens: number };
   /**
@@ -129,8 +129,9 @@ const GEMINI = ['tools', 'vision', 'web_search', 'json_output', 'prompt_caching'
 const THINKING_GEMINI = [...GEMINI, 'reasoning'] as Capability[];
 const EFFORT = ['low', 'medium', 'high'];
 
-// Claude Sonnet 4.x with the 1M-token context beta: prompts over 200k tokens cost 2x input and 1.5x output.
-const SONNET_4: ModelPricing = { ...claudePrice(3, 15, 0.3, 3.75), long_context: above200k({ ...price(6, 22.5, 0.6, 7.5), cache_write_1h: usd(12) }) };
+// (Sonnet 4.x bills prompts over 200k tokens higher, but only with the 1M-context beta, which
+// the catalog does not offer: its context window here is 200k, so that tier is never reached.)
+const SONNET_4: ModelPricing = claudePrice(3, 15, 0.3, 3.75);
 
 export const MODELS: readonly ModelRecord[] = [
   openai('gpt-5', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(1.25, 10, 0.125, 1.25)),

@@ -1,5 +1,6 @@
 import type { Queryable } from './db';
 import { newId } from './ids';
+import { siteStatusOfClient } from './sites';
 
 export interface OAuthClientRow {
   client_id: string;
@@ -58,7 +59,7 @@ export async function insertOAuthAccessToken(
 
 export async function findOAuthAccessTokenByHash(db: Queryable, hash: Buffer): Promise<OAuthAccessTokenRecord | undefined> {
   const { rows } = await db.query<OAuthAccessTokenRecord>(
-    `SELECT t.id, t.client_id, t.account_id, t.scope, t.expires_at, t.revoked_at, (SELECT s.status FROM sites s WHERE s.client_id = t.client_id) AS site_status
+    `SELECT t.id, t.client_id, t.account_id, t.scope, t.expires_at, t.revoked_at, ${siteStatusOfClient('t.client_id')} AS site_status
        FROM oauth_access_tokens t WHERE t.token_hash = $1`,
     [hash],
   );

@@ -1,5 +1,8 @@
 import type { Queryable } from './db';
 import { newId } from './ids';
+import { siteStatusOfClient } from './sites';
+
+const SERVICE_TOKEN_COLUMNS = `t.id, t.account_id, t.client_id, t.revoked_at, ${siteStatusOfClient('t.client_id')} AS site_status`;
 
 export interface ServiceTokenRecord {
   id: string;
@@ -23,15 +26,19 @@ export async function insertServiceToken(db: Queryable, token: { accountId: stri
 
 export async function findServiceTokenByHash(db: Queryable, hash: Buffer): Promise<ServiceTokenRecord | undefined> {
   const { rows } = await db.query<ServiceTokenRecord>(
-    `SELECT t.id, t.account_id, t.client_id, t.revoked_at, (SELECT s.status FROM sites s WHERE s.client_id = t.client_id) AS site_status
-       FROM service_tokens t WHERE t.token_hash = $1`,
+    `SELECT ${SERVICE_TOKEN_COLUMNS} FROM service_tokens t WHERE t.token_hash = $1`,
     [hash],
   );
   return rows[0];
 }
 
-/** Whether the service token with this id exists and is not revoked. */
-export async function isServiceTokenActive(db: Queryable, id: string): Promise<boolean> {
-  const { rows } = await db.query('SELECT 1 FROM service_tokens WHERE id = $1 AND revoked_at IS NULL', [id]);
-  return rows.length === 1;
+export async function findServiceTokenById(db: Queryable, id: string): Promise<ServiceTokenRecord | undefined> {
+  const { rows } = await db.query<ServiceTokenRecord>(`SELECT ${SERVICE_TOKEN_COLUMNS} FROM service_tokens t WHERE t.id = $1`, [id]);
+  return rows[0];
+}
+
+/** Revokes a service token (admin CLI); false when there is none with this id. */
+export async function revokeServiceToken(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE service_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1', [id]);
+  return rowCount === 1;
 }

@@ -3,7 +3,7 @@ import { compactSiteInfo, displayNameFor, siteUrlKey, type RegisteredSite, type 
 import { decryptSiteSecret, encryptSiteSecret, generateSiteHmacSecret } from '../domain/site-secret';
 import { withTransaction } from './db';
 import { randomBase62 } from './ids';
-import { bindSiteClient, findSiteByClientId, findSiteByUrlKey, insertSite, lockAccountRegistrations, updateSite, type SiteRow, type SiteWrite } from './sites';
+import { attachClientToSite, bindSiteClient, findSiteByClientId, findSiteByUrlKey, insertSite, lockAccountRegistrations, updateSite, type SiteRow, type SiteWrite } from './sites';
 
 export interface RegistrationResult {
   site: RegisteredSite;
@@ -52,6 +52,7 @@ export async function registerSite(
     });
     if (target) {
       const row = await updateSite(client, target.site_id, write(target));
+      await attachClientToSite(client, caller.clientId, row.site_id);
       return { site: present(row, decryptSiteSecret(gatewaySecret, row.site_id, row.hmac_secret_encrypted)), created: false };
     }
     const siteId = `site_${randomBase62(22)}`;
@@ -62,6 +63,7 @@ export async function registerSite(
       accountId: caller.accountId,
       hmacSecretEncrypted: encryptSiteSecret(gatewaySecret, siteId, secret),
     });
+    await attachClientToSite(client, caller.clientId, siteId);
     return { site: present(row, secret), created: true };
   });
 }

@@ -45,6 +45,18 @@ export async function bindSiteClient(db: Queryable, clientId: string, accountId:
   return rows[0]!.account_id;
 }
 
+/** Records that the client now speaks for this site (its credentials follow the site's status). */
+export async function attachClientToSite(db: Queryable, clientId: string, siteId: string): Promise<void> {
+  await db.query('UPDATE site_clients SET site_id = $2 WHERE client_id = $1', [clientId, siteId]);
+}
+
+/**
+ * SQL for the status of the site a client speaks for (null when it has none), given the SQL
+ * naming the client id. Credentials of a site's earlier clients follow it too.
+ */
+export const siteStatusOfClient = (clientIdSql: string): string =>
+  `(SELECT s.status FROM site_clients c JOIN sites s ON s.site_id = c.site_id WHERE c.client_id = ${clientIdSql})`;
+
 export async function findSiteByClientId(db: Queryable, clientId: string): Promise<SiteRow | undefined> {
   const { rows } = await db.query<SiteRow>(`SELECT ${COLUMNS} FROM sites WHERE client_id = $1`, [clientId]);
   return rows[0];

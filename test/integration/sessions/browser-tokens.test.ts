@@ -2,6 +2,8 @@ import { startApi, type TestApi } from '../../support/harness';
 import { createKey, createServiceToken, createTenant } from '../../support/factories';
 import { issueServiceToken } from '../../../src/auth/provisioning';
 import { revokeApiKey } from '../../../src/store/api-keys';
+import { revokeServiceToken } from '../../../src/store/service-tokens';
+import { setSiteStatus } from '../../../src/store/sites';
 import { signBrowserToken, BROWSER_TOKEN_MAX_TTL_SECONDS } from '../../../src/auth/tokens';
 import { apiClient, createAgent, createSession, tenantWithAgent } from './support';
 
@@ -106,8 +108,24 @@ describe('browser session tokens on the event routes', () => {
     await revokeApiKey(api.deps.db, key.id);
     expect(await events(byKey, open.id)).toEqual([401, 401]);
     expect(await events(bySite, open.id)).toEqual([200, 200]);
-    await api.deps.db.query('UPDATE service_tokens SET revoked_at = now() WHERE id = $1', [site.id]);
+    await revokeServiceToken(api.deps.db, site.id);
     expect(await events(bySite, open.id)).toEqual([401, 401]);
+  });
+
+  test("a browser token minted by a site's service token stops when the site is suspended or revoked", async () => {
+    const { agent, open, tenant } = await setup();
+    const clientId = `client-${Date.now()}-${Math.random()}`;
+    const site = await issueServiceToken(api.deps.db, tenant.accountId, clientId);
+    const registered = await apiClient(api, site.token).post('/v1/sites', { site_url: `https://${clientId.replace(/[^a-z0-9]/gi, '')}.example.com`, project_id: tenant.projectId });
+    expect(registered.status).toBe(201);
+    const visitor = apiClient(api, (await apiClient(api, site.token).post('/v1/browser-tokens', { agent_id: agent.id })).body.token);
+    expect(await events(visitor, open.id)).toEqual([200, 200]);
+    await setSiteStatus(api.deps.db, registered.body.site_id, 'suspended');
+    expect(await events(visitor, open.id)).toEqual([401, 401]);
+    await setSiteStatus(api.deps.db, registered.body.site_id, 'active');
+    expect(await events(visitor, open.id)).toEqual([200, 200]);
+    await setSiteStatus(api.deps.db, registered.body.site_id, 'revoked');
+    expect(await events(visitor, open.id)).toEqual([401, 401]);
   });
 
   test('browser tokens are refused on agent and session management routes (403)', async () => {

@@ -40,6 +40,21 @@ describe("a site's credentials follow its registration status", () => {
     expect((await json(revoked)).error.type).toBe('invalid_token');
     expect((await register(token, { site_url: siteUrl() })).status).toBe(401);
   });
+
+  test("a revoked site that reconnects under a new client: the earlier client's token stays refused and cannot register anew", async () => {
+    const first = await siteToken();
+    const url = siteUrl();
+    const site = await json(await register(first.token, { site_url: url, project_id: tenant.projectId }));
+    await setSiteStatus(api.deps.db, site.site_id, 'revoked');
+    const second = await siteToken();
+    const moved = await register(second.token, { site_url: url });
+    expect(moved.status).toBe(200);
+    expect(await json(moved)).toMatchObject({ site_id: site.site_id, client_id: second.clientId, status: 'revoked' });
+    for (const token of [first.token, second.token]) {
+      expect((await fetch(`${api.url}/v1/agents?project_id=${tenant.projectId}`, { headers: bearer(token) })).status).toBe(401);
+    }
+    expect((await register(first.token, { site_url: siteUrl() })).status).toBe(401);
+  });
 });
 
 describe('POST /v1/sites: registration', () => {
