@@ -10,6 +10,8 @@ export interface OAuthClientRow {
   metadata: Record<string, unknown>;
   created_at: Date;
   revoked_at: Date | null;
+  /** The status of the site the client registered, if it registered one. */
+  site_status: string | null;
 }
 
 export async function insertOAuthClient(
@@ -28,7 +30,8 @@ export async function insertOAuthClient(
 
 export async function findOAuthClient(db: Queryable, clientId: string): Promise<OAuthClientRow | undefined> {
   const { rows } = await db.query<OAuthClientRow>(
-    'SELECT client_id, client_secret_hash, account_id, registered_by, metadata, created_at, revoked_at FROM oauth_clients WHERE client_id = $1',
+    `SELECT o.client_id, o.client_secret_hash, o.account_id, o.registered_by, o.metadata, o.created_at, o.revoked_at, ${siteStatusOfClient('o.client_id')} AS site_status
+       FROM oauth_clients o WHERE o.client_id = $1`,
     [clientId],
   );
   return rows[0];

@@ -234,6 +234,8 @@ async function authenticateClient(deps: Deps, header: string, params: TokenReque
   const client = await findOAuthClient(deps.db, id.data);
   const matches = client && timingSafeEqual(client.client_secret_hash, hashSecret(secret));
   if (!client || !matches || client.metadata.token_endpoint_auth_method !== method || client.revoked_at) throw invalidClient();
+  // The tokens would be refused on every route: a revoked or suspended site's client gets none.
+  if (client.site_status === 'revoked' || client.site_status === 'suspended') throw new OAuthError(400, 'unauthorized_client', `the site this client registered is ${client.site_status}`);
   return client;
 }
 

@@ -104,6 +104,7 @@ export function createSimulatorHandler(requests: RecordedRequest[] = []) {
       const stream = target.stream ?? input.stream;
       const plan = planResponse(input);
       if (plan.cutFirstAfter !== undefined && !cutOnce.has(plan.id)) {
+        if (cutOnce.size >= 10_000) cutOnce.clear(); // a test tool: bounded, not exact forever
         cutOnce.add(plan.id);
         plan.cutAfter = plan.cutFirstAfter;
       }

@@ -5,6 +5,7 @@ import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
 import { createTenant, json, type Tenant } from '../../support/factories';
 import { signDevIdpToken } from '../../../src/auth/tokens';
+import { setSiteStatus } from '../../../src/store/sites';
 
 let api: TestApi;
 let tenant: Tenant;
@@ -92,6 +93,21 @@ describe('OAuth Dynamic Client Registration → token → POST /v1/sites', () =>
     const again = await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret));
     expect([again.status, (await json(again)).error]).toEqual([401, 'invalid_client']);
     await expect(admin('oauth', 'revoke-client', '--client-id', 'client_nope')).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining('no OAuth client with id client_nope') });
+  });
+
+  test("a client whose site is revoked or suspended gets no new token (unauthorized_client), and its tokens are refused", async () => {
+    const client = await json(await registerClient({ client_name: 'site client' }));
+    const token = (await json(await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret)))).access_token;
+    const site = await json(
+      await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: `https://${uniqueId('s')}.example.com` }) }),
+    );
+    for (const status of ['suspended', 'revoked']) {
+      await setSiteStatus(api.deps.db, site.site_id, status as 'suspended' | 'revoked');
+      const refused = await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret));
+      expect([refused.status, await json(refused)]).toEqual([400, { error: 'unauthorized_client', error_description: `the site this client registered is ${status}` }]);
+    }
+    await setSiteStatus(api.deps.db, site.site_id, 'active');
+    expect((await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret))).status).toBe(200);
   });
 
   test('client_secret_post clients authenticate in the body', async () => {
