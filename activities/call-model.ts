@@ -89,7 +89,7 @@ interface Assembled {
   text: string;
   reasoning: string;
   thinkingMs?: number;
-  toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }>;
+  toolCalls: Array<{ id: string; name: string; input: Record<string, unknown>; signature?: string }>;
   finish: 'stop' | 'length' | 'tool-calls' | 'context-window' | 'other';
   usage: Usage;
 }
@@ -104,7 +104,7 @@ async function assemble(parts: AsyncIterable<StreamPart>, started: number): Prom
     else if (part.type === 'text-delta') {
       if (out.reasoning && out.thinkingMs === undefined) out.thinkingMs = Date.now() - started;
       out.text += part.delta;
-    } else if (part.type === 'tool-call') out.toolCalls.push({ id: part.id, name: part.name, input: part.input });
+    } else if (part.type === 'tool-call') out.toolCalls.push({ id: part.id, name: part.name, input: part.input, ...(part.signature ? { signature: part.signature } : {}) });
     else if (part.type === 'finish') {
       out.usage = part.usage;
       const unified = part.finish_reason.unified;
@@ -181,9 +181,12 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         }
         if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });
         if (turn.toolCalls.length > 0) {
+          // Gemini's thought signatures go back with their calls on later turns; kept internal.
+          const signatures = Object.fromEntries(turn.toolCalls.flatMap((call) => (call.signature ? [[call.id, call.signature]] : [])));
           events.push({
             type: 'agent.tool_use',
             content: turn.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.input })),
+            ...(Object.keys(signatures).length > 0 ? { attributes: { _thought_signatures: signatures } } : {}),
             run_id: input.runId,
             idempotency_key: `${keyPrefix}:tool_use`,
             processed: true,

@@ -187,10 +187,21 @@ export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' 
       case 'agent.message':
         push('assistant', blocks.filter((b) => b.type === 'text').map((b) => ({ type: 'text', text: String(b.text ?? '') })));
         break;
-      case 'agent.tool_use':
+      case 'agent.tool_use': {
         for (const b of blocks) toolNames.set(String(b.id), String(b.name));
-        push('assistant', blocks.map((b) => ({ type: 'tool-call', id: String(b.id), name: String(b.name), input: (b.input ?? {}) as Record<string, unknown> })));
+        const signatures = (event.attributes?._thought_signatures ?? {}) as Record<string, string>;
+        push(
+          'assistant',
+          blocks.map((b) => ({
+            type: 'tool-call',
+            id: String(b.id),
+            name: String(b.name),
+            input: (b.input ?? {}) as Record<string, unknown>,
+            ...(typeof signatures[String(b.id)] === 'string' ? { signature: signatures[String(b.id)] } : {}),
+          })),
+        );
         break;
+      }
       case 'user.tool_result':
         push(
           'user',

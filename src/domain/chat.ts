@@ -45,6 +45,8 @@ export const ChatToolCall = z.strictObject({
   id: z.string().min(1),
   type: z.literal('function'),
   function: z.strictObject({ name: z.string().regex(TOOL_NAME_PATTERN), arguments: z.string(), parsed_arguments: returnedOnly }),
+  // A Gemini call's thought signature, as the gateway (and Google's OpenAI-compatible API) returned it.
+  extra_content: z.looseObject({ google: z.looseObject({ thought_signature: z.string().max(1_000_000).optional() }).optional() }).optional(),
 });
 
 export const ChatMessage = z.discriminatedUnion('role', [

@@ -42,6 +42,8 @@ export interface ToolCallPart {
   name: string;
   input: Record<string, unknown>;
   cache_control?: CacheControl;
+  /** Gemini's thought signature of the call: sent back unchanged with it (Gemini 3 requires it). */
+  signature?: string;
 }
 export interface ToolResultPart {
   type: 'tool-result';
@@ -197,7 +199,7 @@ export type StreamPart =
   | { type: 'redacted-reasoning'; data: string }
   | { type: 'tool-input-start'; id: string; name: string }
   | { type: 'tool-input-delta'; id: string; delta: string }
-  | { type: 'tool-call'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'tool-call'; id: string; name: string; input: Record<string, unknown>; signature?: string }
   | { type: 'provider-raw'; provider: ModelRecord['provider']; block: Record<string, unknown> }
   | { type: 'finish'; finish_reason: FinishReason; stop_sequence: string | null; usage: Usage }
   /** The stream broke after it began; `usage` is what was produced until then (billable). */

@@ -105,7 +105,7 @@ function convertMessage(message: UnifiedMessage, toolNames: Map<string, string>)
   const parts = message.content.flatMap((part): Record<string, unknown>[] => {
     if (part.type === 'text') return part.text === '' ? [] : [{ text: part.text }];
     if (part.type === 'reasoning') return [{ text: part.text, thought: true, ...(part.signature ? { thoughtSignature: part.signature } : {}) }];
-    if (part.type === 'tool-call') return [{ functionCall: { id: part.id, name: part.name, args: part.input } }];
+    if (part.type === 'tool-call') return [{ functionCall: { id: part.id, name: part.name, args: part.input }, ...(part.signature ? { thoughtSignature: part.signature } : {}) }];
     return [];
   });
   return { role: 'model', parts };

@@ -61,7 +61,10 @@ export const withGrounding = (usage: Usage, grounded: boolean): Usage => (ground
 export const newToolCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
 
 export function fromGooglePart(part: z.infer<typeof GooglePartSchema>): ResultPart | undefined {
-  if (part.functionCall) return { type: 'tool-call', id: part.functionCall.id ?? newToolCallId(), name: part.functionCall.name, input: part.functionCall.args ?? {} };
+  if (part.functionCall) {
+    const call = { type: 'tool-call' as const, id: part.functionCall.id ?? newToolCallId(), name: part.functionCall.name, input: part.functionCall.args ?? {} };
+    return part.thoughtSignature ? { ...call, signature: part.thoughtSignature } : call;
+  }
   if (typeof part.text === 'string') {
     if (part.thought) return { type: 'reasoning', text: part.text, ...(part.thoughtSignature ? { signature: part.thoughtSignature } : {}) };
     return { type: 'text', text: part.text };

@@ -83,7 +83,10 @@ function convert(message: ChatMessage): UnifiedMessage | 'system' {
       const content: AssistantPart[] = [];
       const text = textOf(message.content);
       if (text) content.push({ type: 'text', text });
-      for (const call of message.tool_calls ?? []) content.push({ type: 'tool-call', id: call.id, name: call.function.name, input: parseToolInput(call.function.arguments) });
+      for (const call of message.tool_calls ?? []) {
+        const signature = call.extra_content?.google?.thought_signature;
+        content.push({ type: 'tool-call', id: call.id, name: call.function.name, input: parseToolInput(call.function.arguments), ...(signature ? { signature } : {}) });
+      }
       return { role: 'assistant', content };
     }
     case 'tool':

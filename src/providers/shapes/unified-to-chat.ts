@@ -14,6 +14,12 @@ export function chatUsage(usage: Usage) {
   };
 }
 
+/**
+ * A Gemini call's thought signature, where Google's own OpenAI-compatible API puts it
+ * (`extra_content.google.thought_signature`); a client sends it back the same way.
+ */
+const signatureOf = (part: { signature?: string }) => (part.signature ? { extra_content: { google: { thought_signature: part.signature } } } : {});
+
 const chatId = (upstreamId: string): string => (upstreamId.startsWith('chatcmpl-') ? upstreamId : `chatcmpl-${upstreamId}`);
 
 /** Hub result → chat completion object. `model` is the public id the caller asked for. */
@@ -22,7 +28,7 @@ export function unifiedToChat(result: UnifiedResult, model: string, created = Ma
   const refusal = result.content.flatMap((part) => (part.type === 'text' && part.refusal ? [part.text] : [])).join('');
   const reasoning = result.content.flatMap((part) => (part.type === 'reasoning' ? [part.text] : [])).join('');
   const toolCalls = result.content.flatMap((part) =>
-    part.type === 'tool-call' ? [{ id: part.id, type: 'function' as const, function: { name: part.name, arguments: JSON.stringify(part.input) } }] : [],
+    part.type === 'tool-call' ? [{ id: part.id, type: 'function' as const, function: { name: part.name, arguments: JSON.stringify(part.input) }, ...signatureOf(part) }] : [],
   );
   return {
     id: chatId(result.id),
@@ -79,10 +85,11 @@ export function createChatChunker(model: string, includeUsage: boolean, created 
       case 'tool-input-delta':
         return [chunk({ tool_calls: [{ index: toolIndex.get(part.id) ?? 0, function: { arguments: part.delta } }] })];
       case 'tool-call':
-        if (toolIndex.has(part.id)) return [];
+        // A call streamed already: only its signature, if it has one, is left to send.
+        if (toolIndex.has(part.id)) return part.signature ? [chunk({ tool_calls: [{ index: toolIndex.get(part.id), ...signatureOf(part) }] })] : [];
         toolIndex.set(part.id, toolIndex.size);
         return [
-          chunk({ tool_calls: [{ index: toolIndex.get(part.id), id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) } }] }),
+          chunk({ tool_calls: [{ index: toolIndex.get(part.id), id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) }, ...signatureOf(part) }] }),
         ];
       case 'finish': {
         const out: object[] = [chunk({}, toOpenAIFinishReason(part.finish_reason))];

@@ -28,6 +28,12 @@ function usageMetadata(plan: Plan) {
 const grounding = (plan: Plan) =>
   plan.webSearches > 0 ? { groundingMetadata: { webSearchQueries: Array.from({ length: plan.webSearches }, (_, i) => `simulated query ${i + 1}`) } } : {};
 
+/** With thinking on, Gemini signs a turn's first function call (the signature must come back with it). */
+const callPart = (plan: Plan, call: Plan['toolCalls'][number], index: number) => ({
+  functionCall: { name: call.name, args: call.input },
+  ...(index === 0 && plan.reasoning.length > 0 ? { thoughtSignature: `sim-sig-${plan.id}` } : {}),
+});
+
 const finishReason = (plan: Plan) => (plan.finish === 'length' || plan.finish === 'context_window' ? 'MAX_TOKENS' : 'STOP');
 
 export const googleProtocol: SimProtocol = {
@@ -88,7 +94,7 @@ export const googleProtocol: SimProtocol = {
     const parts: Record<string, unknown>[] = [];
     if (plan.reasoning.length > 0 && options.includeThoughts) parts.push({ text: plan.reasoning.join(' '), thought: true });
     if (plan.words.length > 0) parts.push({ text: plan.words.join(' ') });
-    for (const call of plan.toolCalls) parts.push({ functionCall: { name: call.name, args: call.input } });
+    plan.toolCalls.forEach((call, index) => parts.push(callPart(plan, call, index)));
     return {
       candidates: [{ content: { role: 'model', parts }, finishReason: finishReason(plan), index: 0, ...grounding(plan) }],
       usageMetadata: usageMetadata(plan),
@@ -108,7 +114,7 @@ export const googleProtocol: SimProtocol = {
     const events: string[] = [];
     if (options.includeThoughts) for (const delta of wordDeltas(plan.reasoning)) events.push(chunk([{ text: delta, thought: true }]));
     for (const delta of wordDeltas(plan.words)) events.push(chunk([{ text: delta }]));
-    for (const call of plan.toolCalls) events.push(chunk([{ functionCall: { name: call.name, args: call.input } }]));
+    plan.toolCalls.forEach((call, index) => events.push(chunk([callPart(plan, call, index)])));
     events.push(chunk([], true));
     return events;
   },

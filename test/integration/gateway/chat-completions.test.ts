@@ -104,6 +104,22 @@ describe('the official openai client against the gateway', () => {
     expect(second.choices[0]!.finish_reason).toBe('stop');
   });
 
+  test("a Gemini call's thought signature comes back in extra_content.google and goes upstream again with the call, plain and streamed", async () => {
+    const model = 'google/gemini-2.5-flash';
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'weather? [[think]] [[tool:get_weather {"city":"Oslo"}]]' }];
+    const plain = await client.chat.completions.create({ model, messages, tools: [weatherTool], reasoning_effort: 'low' });
+    const streamed = await client.chat.completions.stream({ model, messages, tools: [weatherTool], reasoning_effort: 'low' }).finalChatCompletion();
+    for (const completion of [plain, streamed]) {
+      const call = completion.choices[0]!.message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall & { extra_content?: { google?: { thought_signature?: string } } };
+      expect(call.extra_content).toEqual({ google: { thought_signature: expect.stringMatching(/^sim-sig-/) } });
+    }
+    const call = plain.choices[0]!.message.tool_calls![0]!;
+    await client.chat.completions.create({ model, tools: [weatherTool], messages: [...messages, plain.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: 'sunny' }] });
+    const sent = env.sim.requests.at(-1)!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> };
+    const modelTurn = sent.contents.find((c) => c.role === 'model')!;
+    expect(modelTurn.parts.find((p) => p.functionCall)).toMatchObject({ thoughtSignature: (call as { extra_content?: { google?: { thought_signature?: string } } }).extra_content!.google!.thought_signature });
+  });
+
   test("a model's refusal is message.refusal (content null), plain and streamed", async () => {
     const request = { model: 'openai/gpt-4o-mini', messages: [{ role: 'user' as const, content: 'something bad [[refuse]]' }] };
     const plain = await client.chat.completions.create(request);

@@ -313,6 +313,20 @@ test("a run's usage row carries the reasoning tokens its turns reported; the clo
   expect(rows).toEqual([{ reasoning_tokens: turn.reasoning_tokens, output_tokens: turn.output_tokens, credits: String(idle.usage.credits_nano) }]);
 });
 
+test("an agent run on Gemini sends each call's thought signature back with it on the next turn (kept out of the event log)", async () => {
+  const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'gemini agent', model: 'google/gemini-2.5-flash', reasoning_effort: 'low', tools: [{ type: 'echo', name: 'say' }] });
+  expect(agent.status).toBe(201);
+  const sessionId = (await call('POST', '/v1/sessions', { agent: agent.body.id })).body.id as string;
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] [[tool:say {"message":"hi"}]]' }] }]);
+  const events = await waitForClosing(sessionId);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  const toolUse = events.find((e) => e.type === 'agent.tool_use')!;
+  expect(JSON.stringify(toolUse)).not.toContain('sim-sig-');
+  const second = env.simulator.requests.filter((r) => r.path.includes('gemini-2.5-flash')).at(-1)!.body as { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> };
+  const modelTurn = second.contents.find((c) => c.role === 'model')!;
+  expect(modelTurn.parts.find((p) => p.functionCall)).toMatchObject({ thoughtSignature: expect.stringMatching(/^sim-sig-/) });
+});
+
 test('a turn that only thought before calling a tool: its agent.message is listed (and streamed) only with include_thinking=true', async () => {
   const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] [[tool:lookup {"q":"x"}]]' }] }]);
