@@ -55,8 +55,6 @@ class BrokenStream extends Error {
   }
 }
 
-
-
 export function runRequest(context: RunContext, model: ModelRecord, conversation: Conversation = buildConversation(context)): UnifiedRequest {
   const kbEnabled = context.agent.settings?.disable_kb_rag !== true;
   const tools = modelTools(context.agent.tools ?? [], conversation.loadedTools, { kbEnabled });
@@ -259,13 +257,13 @@ async function recordedTurn(deps: Deps, sessionId: string, keyPrefix: string) {
   );
   const usageRow = rows.find((row) => row.idempotency_key.endsWith(':usage'));
   if (!usageRow) return undefined;
-  const block = usageRow.content[0] as Record<string, number> & { model: string };
+  const block = usageRow.content[0] as Record<string, unknown>;
   const toolRow = rows.find((row) => row.idempotency_key.endsWith(':tool_use'));
   const toolCalls = ((toolRow?.content ?? []) as Array<{ id: string; name: string; input: Record<string, unknown> }>).map(({ id, name, input }) => ({ id, name, input }));
   return {
     toolCalls,
     stop: (usageRow.attributes as { stop: TurnOutcome['stop'] }).stop,
     usage: turnUsageOf(block),
-    contextTokens: block.total_tokens!,
+    contextTokens: Number(block.total_tokens),
   };
 }
