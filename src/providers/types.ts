@@ -194,6 +194,8 @@ export type StreamPart =
   | { type: 'text-delta'; delta: string; refusal?: true }
   /** A citation for the text block being streamed (Anthropic `citations_delta`). */
   | { type: 'text-citation'; citation: Record<string, unknown> }
+  /** Anthropic began a new text block (its blocks carry their own citations): /v1/messages keeps them apart. */
+  | { type: 'text-block-start'; cited: boolean }
   | { type: 'reasoning-delta'; delta: string }
   | { type: 'reasoning-signature'; signature: string }
   | { type: 'redacted-reasoning'; data: string }

@@ -1,5 +1,8 @@
 import Router from '@koa/router';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, InitializeRequestSchema, ListToolsRequestSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { z } from 'zod';
+import { firstIssue } from '../../first-issue';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
 import { buildMcpServer } from '../mcp/tools';
@@ -63,10 +66,10 @@ function jsonRpcBody(limitBytes: number): Middleware {
           ctx.body = { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${problem}` }, id: null };
           return Promise.resolve();
         }
-        const call = toolCallWithoutName(ctx.request.body);
-        if (call) {
-          // The SDK would answer an internal error (-32603) for what is the caller's mistake.
-          ctx.body = { jsonrpc: '2.0', id: call.id, error: { code: -32602, message: 'Invalid params: tools/call needs params with the tool name' } };
+        const invalid = invalidParams(ctx.request.body);
+        if (invalid) {
+          // The SDK would answer an internal error (-32603, quoting its validation) for what is the caller's mistake.
+          ctx.body = { jsonrpc: '2.0', id: invalid.id, error: { code: -32602, message: `Invalid params: ${invalid.text}` } };
           return Promise.resolve();
         }
         return next();
@@ -96,12 +99,22 @@ function notJsonRpc(body: unknown): string | undefined {
   return undefined;
 }
 
-/** A single `tools/call` request without `params.name` (a string), or undefined. */
-function toolCallWithoutName(body: unknown): { id: string | number } | undefined {
+/** The SDK's own schemas of the requests this server answers: their params are checked with them first. */
+const REQUEST_SCHEMAS: Record<string, { safeParse(value: unknown): { success: boolean; error?: unknown } }> = {
+  initialize: InitializeRequestSchema,
+  ping: PingRequestSchema,
+  'tools/list': ListToolsRequestSchema,
+  'tools/call': CallToolRequestSchema,
+};
+
+/** A single request of a known method whose params its schema refuses: its id and the first issue, or undefined. */
+function invalidParams(body: unknown): { id: string | number; text: string } | undefined {
   if (Array.isArray(body)) return undefined;
-  const message = body as { method?: unknown; id?: string | number; params?: { name?: unknown } };
-  if (message.method !== 'tools/call' || message.id === undefined) return undefined;
-  return typeof message.params?.name === 'string' ? undefined : { id: message.id };
+  const message = body as { method?: unknown; id?: string | number };
+  const schema = typeof message.method === 'string' ? REQUEST_SCHEMAS[message.method] : undefined;
+  if (!schema || message.id === undefined) return undefined;
+  const parsed = schema.safeParse(message);
+  return parsed.success ? undefined : { id: message.id, text: firstIssue(parsed.error as z.ZodError, 'params').text };
 }
 
 /**

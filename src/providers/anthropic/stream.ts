@@ -64,6 +64,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
             yield { type: 'redacted-reasoning', data: String(block.data ?? '') };
           } else if (block.type === 'text' || block.type === 'thinking') {
             blocks.set(index, { kind: 'plain' });
+            if (block.type === 'text') yield { type: 'text-block-start', cited: Array.isArray(block.citations) };
             // A block may start with content already in it.
             if (block.type === 'text' && typeof block.text === 'string' && block.text) yield { type: 'text-delta', delta: block.text };
           } else {

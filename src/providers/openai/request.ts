@@ -81,11 +81,13 @@ function convertMessage(message: UnifiedMessage): Record<string, unknown>[] {
     if (rest.length > 0) out.push({ role: 'user', content: simpleContent(rest) });
     return out;
   }
-  const text = message.content.filter((part): part is TextPart => part.type === 'text').map((part) => part.text).join('');
+  const text = message.content.filter((part): part is TextPart => part.type === 'text' && !part.refusal).map((part) => part.text).join('');
+  const refusal = message.content.filter((part): part is TextPart => part.type === 'text' && part.refusal === true).map((part) => part.text).join('');
   const calls = message.content.flatMap((part) =>
     part.type === 'tool-call' ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) } }] : [],
   );
   const out: Record<string, unknown> = { role: 'assistant', content: text.length > 0 ? text : null };
+  if (refusal) out.refusal = refusal;
   if (calls.length > 0) out.tool_calls = calls;
   return [out];
 }

@@ -83,6 +83,8 @@ function convert(message: ChatMessage): UnifiedMessage | 'system' {
       const content: AssistantPart[] = [];
       const text = textOf(message.content);
       if (text) content.push({ type: 'text', text });
+      // A refusal the gateway returned, sent back with the conversation: it stays part of it.
+      if (message.refusal) content.push({ type: 'text', text: message.refusal, refusal: true });
       for (const call of message.tool_calls ?? []) {
         const signature = call.extra_content?.google?.thought_signature;
         content.push({ type: 'tool-call', id: call.id, name: call.function.name, input: parseToolInput(call.function.arguments), ...(signature ? { signature } : {}) });

@@ -7,7 +7,10 @@ export const messagesUsage = (usage: Usage) => ({
   cache_creation_input_tokens: usage.cache_creation_input_tokens,
   cache_read_input_tokens: usage.cache_read_input_tokens,
   output_tokens: usage.output_tokens,
-  // As Anthropic reports them: the searches the call was billed for.
+  // As Anthropic reports them: the cache writes by lifetime (the 1-hour ones cost more) and the searches billed.
+  ...(usage.cache_creation_input_tokens > 0
+    ? { cache_creation: { ephemeral_5m_input_tokens: usage.cache_creation_input_tokens - (usage.cache_creation_1h_input_tokens ?? 0), ephemeral_1h_input_tokens: usage.cache_creation_1h_input_tokens ?? 0 } }
+    : {}),
   ...(usage.web_search_requests ? { server_tool_use: { web_search_requests: usage.web_search_requests } } : {}),
 });
 
@@ -87,6 +90,9 @@ export function createMessagesEventWriter(anthropicUpstream: boolean) {
         out.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: part.delta } }));
         return out;
       }
+      case 'text-block-start':
+        // As the upstream framed it: a new block, opened with `citations: []` when it is a cited one.
+        return start('text', { type: 'text', text: '', ...(part.cited ? { citations: [] } : {}) });
       case 'text-citation': {
         // Anthropic streams a cited block's citations before its text: the block opens with them.
         const out = open?.kind === 'text' ? [] : start('text', { type: 'text', text: '', citations: [] });

@@ -37,6 +37,8 @@ const usage = (plan: Plan, output = plan.usage.output, searches = plan.webSearch
   ...(searches > 0 ? { server_tool_use: { web_search_requests: searches } } : {}),
 });
 
+const SEARCH_LEAD_IN = 'From the search results: ';
+
 /** A searched answer cites one result per search, as Anthropic's web search does. */
 const citations = (plan: Plan) =>
   Array.from({ length: plan.webSearches }, (_, i) => ({
@@ -100,6 +102,7 @@ export const anthropicProtocol: SimProtocol = {
       toolRounds,
       toolsOffered: tools.map((tool) => String(tool.name)),
       webSearchOffered: tools.some((tool) => typeof tool.type === 'string' && tool.type.startsWith('web_search_')),
+      webSearchMaxUses: tools.map((tool) => tool.max_uses).find((uses): uses is number => typeof uses === 'number'),
       inputChars,
       maxTokens: body.max_tokens,
       rawBody,
@@ -111,7 +114,9 @@ export const anthropicProtocol: SimProtocol = {
   render(plan) {
     const content: Record<string, unknown>[] = [];
     if (plan.reasoning.length > 0) content.push({ type: 'thinking', thinking: plan.reasoning.join(' '), signature: signature(plan) });
-    if (plan.words.length > 0) content.push({ type: 'text', text: plan.words.join(' '), ...(plan.webSearches > 0 ? { citations: citations(plan) } : {}) });
+    // A searched answer comes as Anthropic frames one: an uncited lead-in block, then the cited text.
+    if (plan.words.length > 0 && plan.webSearches > 0) content.push({ type: 'text', text: SEARCH_LEAD_IN }, { type: 'text', text: plan.words.join(' '), citations: citations(plan) });
+    else if (plan.words.length > 0) content.push({ type: 'text', text: plan.words.join(' ') });
     for (const call of plan.toolCalls) content.push({ type: 'tool_use', id: call.id.replace(/^call_/, 'toolu_'), name: call.name, input: call.input });
     return {
       id: `msg_${plan.id}`,
@@ -138,6 +143,12 @@ export const anthropicProtocol: SimProtocol = {
       events.push(ev('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } }));
       for (const delta of wordDeltas(plan.reasoning)) events.push(ev('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: delta } }));
       events.push(ev('content_block_delta', { index, delta: { type: 'signature_delta', signature: signature(plan) } }));
+      events.push(ev('content_block_stop', { index }));
+      index++;
+    }
+    if (plan.words.length > 0 && plan.webSearches > 0) {
+      events.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+      events.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text: SEARCH_LEAD_IN } }));
       events.push(ev('content_block_stop', { index }));
       index++;
     }

@@ -20,6 +20,8 @@ export interface SimInput {
   toolsOffered: string[];
   /** The request offered the provider's native web search (Anthropic's tool, Google Search, OpenAI's options). */
   webSearchOffered?: boolean;
+  /** The web search tool's `max_uses`, when it set one. */
+  webSearchMaxUses?: number;
   /** Characters of all prompt text (system, messages, tool definitions): input tokens are a quarter of it. */
   inputChars: number;
   maxTokens?: number;
@@ -107,13 +109,16 @@ export function planResponse(input: SimInput): Plan {
   }
 
   let text: string;
+  let refusal = false;
   if (directives.json !== undefined) text = directives.json;
   else if (directives.tokens !== undefined) text = Array.from({ length: directives.tokens }, (_, i) => FILLER[i % FILLER.length]).join(' ');
   else if (directives.tools.length > 0) text = '';
   else if (input.responseSchema) text = JSON.stringify(jsonAnswer(input.responseSchema, directives.text));
   else if (input.images?.length) text = `A simulated image (${input.images.join('; ')})`;
-  else if (directives.refuse) text = "I can't help with that.";
-  else if (input.lastUserText) text = directives.text ? `You said: ${directives.text}` : 'OK.';
+  else if (directives.refuse) {
+    text = "I can't help with that.";
+    refusal = true;
+  } else if (input.lastUserText) text = directives.text ? `You said: ${directives.text}` : 'OK.';
   else if (input.toolResults.length > 0) text = `Tool results: ${input.toolResults.join(' | ')}`;
   else text = 'OK.';
 
@@ -148,8 +153,9 @@ export function planResponse(input: SimInput): Plan {
       cacheWrite,
       cacheWrite1h,
     },
-    webSearches: input.webSearchOffered ? (directives.webSearches ?? 0) : 0,
-    refusal: directives.refuse === true && directives.json === undefined && directives.tokens === undefined && directives.tools.length === 0,
+    // A model searches at most as often as the tool allows (Anthropic's `max_uses`).
+    webSearches: input.webSearchOffered ? Math.min(directives.webSearches ?? 0, input.webSearchMaxUses ?? Infinity) : 0,
+    refusal,
     ...base,
   };
 }

@@ -127,6 +127,10 @@ describe('the official openai client against the gateway', () => {
     for (const completion of [plain, streamed]) {
       expect(completion.choices[0]!.message).toMatchObject({ content: null, refusal: "I can't help with that." });
     }
+    // Sent back as the SDK keeps it, the refusal stays in the conversation (OpenAI gets its own field).
+    await client.chat.completions.create({ ...request, messages: [...request.messages, plain.choices[0]!.message, { role: 'user', content: 'ok then' }] });
+    const sent = env.sim.requests.at(-1)!.body as { messages: Array<Record<string, unknown>> };
+    expect(sent.messages[1]).toEqual({ role: 'assistant', content: null, refusal: "I can't help with that." });
     // Another provider's model declines in plain text: no refusal field to fill.
     const claude = await client.chat.completions.create({ ...request, model: 'anthropic/claude-haiku-4-5' });
     expect(claude.choices[0]!.message).toMatchObject({ content: "I can't help with that.", refusal: null });

@@ -77,10 +77,22 @@ describe('the official anthropic client against the gateway', () => {
     const plain = await client.messages.create(request);
     const streamed = await client.messages.stream(request).finalMessage();
     for (const message of [plain, streamed]) {
-      const text = message.content.find((block) => block.type === 'text') as Anthropic.TextBlock;
+      // Blocks as Anthropic framed them: an uncited lead-in, then the cited text (a stream must not merge them).
+      expect(message.content.map((block) => [block.type, (block as Anthropic.TextBlock).citations?.length ?? 0])).toEqual([['text', 0], ['text', 2]]);
+      const text = message.content[1] as Anthropic.TextBlock;
       expect(text.citations).toHaveLength(2);
       expect(text.citations![0]).toMatchObject({ type: 'web_search_result_location', url: 'https://example.com/result-1', title: 'Result 1' });
       expect(message.usage.server_tool_use).toEqual({ web_search_requests: 2 });
+    }
+    // The model searches at most as often as the tool allows; the count billed follows.
+    const capped = await client.messages.create({ ...request, tools: [{ ...request.tools[0]!, max_uses: 1 }] });
+    expect(capped.usage.server_tool_use).toEqual({ web_search_requests: 1 });
+  });
+
+  test('cache writes are reported by lifetime (usage.cache_creation), plain and streamed', async () => {
+    const request = { model: 'claude-haiku-4-5', max_tokens: 50, messages: [{ role: 'user' as const, content: `${'context '.repeat(50)} [[cache-write:4]] [[cache-write-1h:5]]` }] };
+    for (const message of [await client.messages.create(request), await client.messages.stream(request).finalMessage()]) {
+      expect(message.usage).toMatchObject({ cache_creation_input_tokens: 9, cache_creation: { ephemeral_5m_input_tokens: 4, ephemeral_1h_input_tokens: 5 } });
     }
   });
 

@@ -331,11 +331,19 @@ describe('POST /v1/mcp: credentials', () => {
     }
   });
 
-  test('tools/call without params or a tool name is Invalid params (-32602) for that request id', async () => {
-    for (const extra of [{}, { params: {} }, { params: { name: 7 } }, { params: 'ping' }]) {
-      const response = await rawCall(tenant.key, { jsonrpc: '2.0', id: 41, method: 'tools/call', ...extra });
+  test('malformed params of a known method are Invalid params (-32602) for that request id, naming the first issue', async () => {
+    const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+      ['tools/call', {}, /^Invalid params: params: /],
+      ['tools/call', { params: {} }, /^Invalid params: params\.name: /],
+      ['tools/call', { params: { name: 7 } }, /^Invalid params: params\.name: /],
+      ['tools/call', { params: { name: 'ping', arguments: 'x' } }, /^Invalid params: params\.arguments: /],
+      ['tools/list', { params: { cursor: 5 } }, /^Invalid params: params\.cursor: /],
+      ['initialize', { params: {} }, /^Invalid params: params\./],
+    ];
+    for (const [method, extra, message] of cases) {
+      const response = await rawCall(tenant.key, { jsonrpc: '2.0', id: 41, method, ...extra });
       expect(response.status).toBe(200);
-      expect(await json(response)).toEqual({ jsonrpc: '2.0', id: 41, error: { code: -32602, message: 'Invalid params: tools/call needs params with the tool name' } });
+      expect(await json(response)).toEqual({ jsonrpc: '2.0', id: 41, error: { code: -32602, message: expect.stringMatching(message) } });
     }
   });
 
