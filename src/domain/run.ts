@@ -89,6 +89,8 @@ export function addUsage(a: RunUsage, b: Partial<RunUsage>): RunUsage {
 /**
  * A run's usage as rows per model: each model's share, and whatever the shares do not cover
  * (usage recorded before shares were kept) under `fallbackModel`. Rows with nothing are left out.
+ * Sorted by model: each row's insert locks its analytics rollup rows, and transactions that
+ * take them in one order cannot deadlock on each other.
  */
 export function usageByModel(usage: RunUsage, fallbackModel: string): Array<{ model: string; usage: ModelUsage }> {
   const rows = Object.entries(usage.by_model ?? {}).map(([model, share]) => ({ model, usage: addCounts(share, {}) }));
@@ -97,7 +99,7 @@ export function usageByModel(usage: RunUsage, fallbackModel: string): Array<{ mo
   const fallback = rows.find((row) => row.model === fallbackModel);
   if (fallback) fallback.usage = addCounts(fallback.usage, rest);
   else rows.push({ model: fallbackModel, usage: rest });
-  return rows.filter((row) => USAGE_COUNTS.some((field) => row.usage[field] !== 0));
+  return rows.filter((row) => USAGE_COUNTS.some((field) => row.usage[field] !== 0)).sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
 }
 
 /** What one model turn tells the workflow. */

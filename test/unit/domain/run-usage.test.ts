@@ -29,5 +29,7 @@ describe("a run's usage per model", () => {
     expect(rows.reduce((sum, row) => sum + row.usage.credits_nano, 0)).toBe(total.credits_nano);
     expect(usageByModel(priced('b/y', 5, 50), 'a/x')).toEqual([{ model: 'b/y', usage: counts(5, 50) }]);
     expect(usageByModel(zeroUsage(), 'a/x')).toEqual([]);
+    // In model order, whichever came first in the run (rows lock their rollups in that order).
+    expect(usageByModel([priced('z/late', 1, 1), priced('b/y', 1, 1)].reduce(addUsage, zeroUsage()), 'z/late').map((row) => row.model)).toEqual(['b/y', 'z/late']);
   });
 });
