@@ -74,7 +74,6 @@ interface CloseInput {
   sessionId: string;
   runId: string;
   cycleKey: string;
-  usage: RunUsage;
   contextTokens: number;
   stopReason?: StopReason;
   errorCode?: RunErrorCode;
@@ -189,7 +188,6 @@ export function createRunCycleActivities(deps: Deps) {
           sessionId: session.id,
           runId,
           cycleKey: `${input.cycleKey}:orphan`,
-          usage: await unbilledUsage(client, session.id, runId),
           contextTokens: await latestTurnTokens(client, session.id, runId),
           ...(read!.interrupted ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_interrupted' as const }),
           endRun: true,
@@ -288,9 +286,11 @@ export function createRunCycleActivities(deps: Deps) {
     // A pause keeps the run holding the session, so a retried pause close is not caught above:
     // it must find its closing event before acting on an interrupt that came after it committed.
     if (!endRun && toolCalls && (await closingEventExists(client, session.id, key))) return undefined;
-    // Model calls of this run whose stream broke after producing output: billed with it (taken
-    // only by a close that goes on to bill them).
-    const runUsage = session.has_broken_attempts ? (await takeBrokenAttempts(client, input.runId)).reduce(addUsage, input.usage) : input.usage;
+    // The cycle is billed for what the log holds: its turns and compactions (a turn an activity
+    // recorded after its result stopped mattering to the workflow included), and the model calls
+    // of this run whose stream broke after producing output (taken only by a close that bills them).
+    const logged = await unbilledUsage(client, session.id, input.runId);
+    const runUsage = session.has_broken_attempts ? (await takeBrokenAttempts(client, input.runId)).reduce(addUsage, logged) : logged;
     // Event usage carries the spec's fields only; the rest is for the usage rows.
     const { reasoning_tokens: _reasoning, by_model: _byModel, ...usage } = runUsage;
     if (endRun || (toolCalls && input.endIfInterrupted)) {

@@ -229,7 +229,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       activeMs += workflowClockMs() - cycleStarted;
       turns = result.turns;
       contextTokens = result.contextTokens;
-      const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string; usage?: RunUsage } = {}) => {
+      // (The close bills what the log holds for the cycle: the workflow's own sum is for the credit check only.)
+      const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string } = {}) => {
         // A run's end also claims the next run in the same activity, unless the workflow is
         // being cancelled (which starts nothing new); so does a pause that ends its run.
         const claims = (!extra.toolCalls || patched(PAUSE_ENDS_ON_INTERRUPT_PATCH)) && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled;
@@ -238,7 +239,6 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           sessionId,
           runId: cycle.runId,
           cycleKey: extra.cycleKey ?? cycle.cycleKey,
-          usage: extra.usage ?? result.usage,
           contextTokens: result.contextTokens,
           ...outcome,
           ...(extra.toolCalls ? { toolCalls: extra.toolCalls } : {}),
@@ -267,9 +267,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
         break;
       }
       if (resumed.kind !== 'resume') {
-        // The pause's usage was billed when it closed; this closing event carries none.
+        // The pause's usage was billed when it closed; this closing event carries what came after it (normally nothing).
         const outcome = resumed.kind === 'interrupted' ? { stopReason: 'user_cancelled' as const } : { errorCode: resumed.kind === 'cancelled' ? ('run_interrupted' as const) : ('run_abandoned' as const) };
-        next = await close(outcome, { cycleKey: uuid4(), usage: zeroUsage() });
+        next = await close(outcome, { cycleKey: uuid4() });
         break;
       }
       cycle = resumed.cycle;

@@ -66,6 +66,9 @@ test('an interrupt sent while the run holds the session ends it user_cancelled, 
   expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'user_cancelled' });
   // The run consumed the interrupt that ended it.
   expect(events.find((e) => e.type === 'user.interrupt')!.processed_at).not.toBeNull();
+  // A turn the cancelled call still recorded is billed with the run (the close bills what the log holds).
+  const turns = events.filter((e) => e.type === 'session.turn_usage').map((e) => e.content[0].credits_nano as number);
+  expect(events.at(-1)!.usage.credits_nano).toBe(turns.reduce((sum, credits) => sum + credits, 0));
 });
 
 test('an interrupt sent while no run is in flight has no effect: no later run consumes it', async () => {

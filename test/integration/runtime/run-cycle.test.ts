@@ -29,7 +29,18 @@ const appendAsApi = (sessionId: string, events: Parameters<typeof appendEvents>[
 const userMessage = (sessionId: string, words: string) => appendAsApi(sessionId, [{ type: 'user.message', content: text(words) }]);
 const types = async (sessionId: string) =>
   (await api.deps.db.query<{ type: string }>('SELECT type FROM session_events WHERE session_id = $1 ORDER BY seq', [sessionId])).rows.map((row) => row.type);
-const usage = { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 1234 };
+/** A model turn of the run as the turn activity records it (the close bills what the log holds). */
+const recordTurn = (sessionId: string, runId: string, turn = 1) =>
+  appendAsApi(sessionId, [
+    {
+      type: 'session.turn_usage',
+      content: [{ turn, model: 'openai/gpt-4o-mini', input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, reasoning_tokens: 0, total_tokens: 15, credits_nano: 1234 }],
+      attributes: { stop: 'end_turn', context_tokens: 15 },
+      run_id: runId,
+      idempotency_key: `${runId}:turn:${turn}:usage`,
+      processed: true,
+    },
+  ]);
 
 test('startRunCycle claims a waiting message once; a retry returns the same claim', async () => {
   const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
@@ -55,13 +66,14 @@ test('finishRunCycle closes a run and claims the next message in one transaction
   const balance = async () => BigInt((await api.deps.db.query('SELECT balance_nano FROM project_credits WHERE project_id = $1', [tenant.projectId])).rows[0].balance_nano);
   const before = await balance();
 
-  const finish = { sessionId, runId: first.runId, cycleKey: 'a1', usage, contextTokens: 15, stopReason: 'end_turn' as const, endRun: true, claimCycleKey: 'a2' };
+  await recordTurn(sessionId, first.runId);
+  const finish = { sessionId, runId: first.runId, cycleKey: 'a1', contextTokens: 15, stopReason: 'end_turn' as const, endRun: true, claimCycleKey: 'a2' };
   const next = await activities.finishRunCycle(finish);
   expect(next).toMatchObject({ kind: 'start', cycleKey: 'a2' });
   expect((next as { runId: string }).runId).not.toBe(first.runId);
   expect(await activities.finishRunCycle(finish)).toEqual(next);
 
-  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.message', 'session.status_idle', 'session.status_running']);
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'user.message', 'session.turn_usage', 'session.status_idle', 'session.status_running']);
   expect(before - (await balance())).toBe(1234n);
   const { rows } = await api.deps.db.query(
     `SELECT s.status, s.active_run_id, s.credits_nano::int AS credits,
@@ -76,7 +88,7 @@ test('finishRunCycle with nothing waiting leaves the session idle and claims not
   const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
   await userMessage(sessionId, 'only');
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 'b1' })) as { runId: string };
-  const next = await activities.finishRunCycle({ sessionId, runId: run.runId, cycleKey: 'b1', usage, contextTokens: 15, stopReason: 'end_turn', endRun: true, claimCycleKey: 'b2' });
+  const next = await activities.finishRunCycle({ sessionId, runId: run.runId, cycleKey: 'b1', contextTokens: 15, stopReason: 'end_turn', endRun: true, claimCycleKey: 'b2' });
   expect(next).toEqual({ kind: 'none' });
   const { rows } = await api.deps.db.query('SELECT status, active_run_id FROM sessions WHERE id = $1', [sessionId]);
   expect(rows[0]).toEqual({ status: 'idle', active_run_id: null });
@@ -128,7 +140,7 @@ test('a pause closing after its run was interrupted ends the run user_cancelled,
   // moment passes in which no run holds the session (an interrupt then would find none).
   await appendAsApi(sessionId, [{ type: 'user.message', content: text('queued'), run_id: 'run_queued' }]);
 
-  const pause = { sessionId, runId: run.runId, cycleKey: 'p1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_1', name: 'lookup' }], endRun: false, claimCycleKey: 'p1-next', execution: 'exec-A' };
+  const pause = { sessionId, runId: run.runId, cycleKey: 'p1', contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_1', name: 'lookup' }], endRun: false, claimCycleKey: 'p1-next', execution: 'exec-A' };
   const next = await activities.finishRunCycle(pause);
   expect(next).toMatchObject({ kind: 'start', runId: 'run_queued', cycleKey: 'p1-next' });
   expect(await activities.finishRunCycle(pause)).toEqual(next); // a retry answers the same
@@ -150,7 +162,7 @@ test('a pause closed by workflow code that does not take a claim back pauses as 
   await userMessage(sessionId, 'look it up');
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 'q1', holding: null, execution: 'exec-A' })) as { runId: string };
   await appendAsApi(sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
-  const pause = { sessionId, runId: run.runId, cycleKey: 'q1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_2', name: 'lookup' }], endRun: false };
+  const pause = { sessionId, runId: run.runId, cycleKey: 'q1', contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_2', name: 'lookup' }], endRun: false };
   expect(await activities.finishRunCycle(pause)).toBeUndefined();
   const { rows } = await api.deps.db.query('SELECT active_run_id, pending_tool_use_ids FROM sessions WHERE id = $1', [sessionId]);
   expect(rows[0]).toEqual({ active_run_id: run.runId, pending_tool_use_ids: ['toolu_2'] });
@@ -163,7 +175,7 @@ test('a retried pause close changes nothing, even with an interrupt accepted sin
   const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
   await userMessage(sessionId, 'look it up');
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 'r1', holding: null, execution: 'exec-A' })) as { runId: string };
-  const pause = { sessionId, runId: run.runId, cycleKey: 'r1', usage, contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_9', name: 'lookup' }], endRun: false, claimCycleKey: 'r1-next' };
+  const pause = { sessionId, runId: run.runId, cycleKey: 'r1', contextTokens: 15, stopReason: 'client_tool_use' as const, toolCalls: [{ id: 'toolu_9', name: 'lookup' }], endRun: false, claimCycleKey: 'r1-next' };
   expect(await activities.finishRunCycle(pause)).toBeUndefined();
   await appendAsApi(sessionId, [{ type: 'user.interrupt', content: [], run_id: run.runId }]);
   const before = await types(sessionId);
@@ -184,7 +196,7 @@ test("a resumption takes its tool results only: a system.message sent during the
   const run = (await activities.startRunCycle({ sessionId, cycleKey: 's1', holding: null, execution: 'exec-A' })) as { runId: string };
   // Sent while the run is in flight (no user.message with it: the api names no run for it).
   await appendAsApi(sessionId, [{ type: 'system.message', content: text('for the next run') }]);
-  await activities.finishRunCycle({ sessionId, runId: run.runId, cycleKey: 's1', usage, contextTokens: 15, stopReason: 'client_tool_use', toolCalls: [{ id: 'toolu_s', name: 'lookup' }], endRun: false, claimCycleKey: 's1-next' });
+  await activities.finishRunCycle({ sessionId, runId: run.runId, cycleKey: 's1', contextTokens: 15, stopReason: 'client_tool_use', toolCalls: [{ id: 'toolu_s', name: 'lookup' }], endRun: false, claimCycleKey: 's1-next' });
   // The client's result, as the api records it.
   await withTransaction(api.deps.db, async (client) => {
     await lockSession(client, sessionId);
