@@ -154,7 +154,9 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         // A call whose stream broke (or was cancelled) after the model produced output: the
         // provider bills it, so the run does, when it closes, whatever happens to it next.
         if (error instanceof BrokenStream && error.produced) {
-          await recordBrokenAttempt(deps.db, input.runId, `${keyPrefix}:attempt:${Context.current().info.attempt}`, pricedUsage(model, error.usage));
+          // Keyed by the scheduling too: attempt numbers start again when a reset schedules the turn anew.
+          const { activityId, attempt, workflowExecution } = Context.current().info;
+          await recordBrokenAttempt(deps.db, input.sessionId, input.runId, `${keyPrefix}:${workflowExecution?.runId ?? '-'}:${activityId}:attempt:${attempt}`, pricedUsage(model, error.usage));
         }
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
         throw toRunFailure(error instanceof BrokenStream ? error.failure : error);

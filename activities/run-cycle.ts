@@ -10,7 +10,7 @@ import { appendEvent, appendEvents, lockSessionWithAgent, LOCKED_SESSION_RETURNI
 import { newId } from '../src/store/ids';
 import { markWorkflowEnded } from '../src/store/sessions';
 import { turnUsageOf } from './priced-usage';
-import { takeBrokenAttempts } from '../src/store/attempt-usage';
+import { clearBrokenAttempts } from '../src/store/attempt-usage';
 import { CANCELLED_BECAUSE, cancelledResults, union } from '../src/domain/events';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
@@ -126,6 +126,18 @@ export function createRunCycleActivities(deps: Deps) {
   ): Promise<RunCycle> {
     const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
     if (!session || session.deleted_at) {
+      // A run the deleted session's log still holds, found by a fresh execution (the one that
+      // ran it is gone): it ends now, billed for what it used, as any orphaned run does.
+      if (session?.active_run_id && input.freshExecution) {
+        await closeCycle(client, {
+          sessionId: session.id,
+          runId: session.active_run_id,
+          cycleKey: `${input.cycleKey}:orphan`,
+          contextTokens: await latestTurnTokens(client, session.id, session.active_run_id),
+          errorCode: 'run_interrupted',
+          endRun: true,
+        });
+      }
       // Between runs the workflow ends on this answer: the reconciler need not wake it again.
       // (A paused run's claim does not end it: its run must end first, which the interrupt does.)
       if (session && input.holding === null) await markWorkflowEnded(client, session.id);
@@ -236,19 +248,25 @@ export function createRunCycleActivities(deps: Deps) {
 
   /**
    * What a run's current cycle has used and nobody has billed yet: its turns and compactions
-   * since the run's latest closing event (a pause bills its cycle when it closes).
+   * since the run's latest closing event (a pause bills its cycle when it closes), and the
+   * run's broken model calls (store/attempt-usage.ts; recorded under the session lock the
+   * caller holds, so none can be added meanwhile). `brokenCalls`: whether there were any.
    */
-  async function unbilledUsage(client: PoolClient, sessionId: string, runId: string): Promise<RunUsage> {
-    const { rows } = await client.query<{ type: string; usage: (RunUsage & Record<string, unknown>) | null }>(
-      `SELECT type, CASE WHEN type = 'session.compaction' THEN attributes->'_usage' ELSE content->0 END AS usage
-         FROM session_events
-        WHERE session_id = $1 AND run_id = $2 AND type IN ('session.turn_usage', 'session.compaction')
-          AND seq > COALESCE((SELECT max(seq) FROM session_events
-                               WHERE session_id = $1 AND run_id = $2 AND type IN ('session.status_idle', 'session.error')), 0)`,
-      [sessionId, runId],
-    );
-    // A compaction's `_usage` is a run usage already; a turn's block is read like a retried turn's.
-    return rows.reduce((sum, row) => addUsage(sum, row.type === 'session.compaction' ? (row.usage ?? {}) : turnUsageOf(row.usage ?? {})), zeroUsage());
+  async function unbilledUsage(client: PoolClient, sessionId: string, runId: string): Promise<{ usage: RunUsage; brokenCalls: boolean }> {
+    const { rows } = await client.query<{ type: string; usage: (RunUsage & Record<string, unknown>) | null }>({
+      name: 'unbilled_usage_v2',
+      text: `SELECT type, CASE WHEN type = 'session.compaction' THEN attributes->'_usage' ELSE content->0 END AS usage
+               FROM session_events
+              WHERE session_id = $1 AND run_id = $2 AND type IN ('session.turn_usage', 'session.compaction')
+                AND seq > COALESCE((SELECT max(seq) FROM session_events
+                                     WHERE session_id = $1 AND run_id = $2 AND type IN ('session.status_idle', 'session.error')), 0)
+             UNION ALL
+             SELECT 'broken_call', usage FROM run_attempt_usage WHERE run_id = $2`,
+      values: [sessionId, runId],
+    });
+    // A compaction's `_usage` and a broken call's usage are run usages already; a turn's block is read like a retried turn's.
+    const usage = rows.reduce((sum, row) => addUsage(sum, row.type === 'session.turn_usage' ? turnUsageOf(row.usage ?? {}) : (row.usage ?? {})), zeroUsage());
+    return { usage, brokenCalls: rows.some((row) => row.type === 'broken_call') };
   }
 
   /** The run's latest turn's total tokens (its `context_tokens`), 0 when it made no model request. */
@@ -288,9 +306,8 @@ export function createRunCycleActivities(deps: Deps) {
     if (!endRun && toolCalls && (await closingEventExists(client, session.id, key))) return undefined;
     // The cycle is billed for what the log holds: its turns and compactions (a turn an activity
     // recorded after its result stopped mattering to the workflow included), and the model calls
-    // of this run whose stream broke after producing output (taken only by a close that bills them).
-    const logged = await unbilledUsage(client, session.id, input.runId);
-    const runUsage = session.has_broken_attempts ? (await takeBrokenAttempts(client, input.runId)).reduce(addUsage, logged) : logged;
+    // of this run whose stream broke after producing output (cleared below once billed).
+    const { usage: runUsage, brokenCalls } = await unbilledUsage(client, session.id, input.runId);
     // Event usage carries the spec's fields only; the rest is for the usage rows.
     const { reasoning_tokens: _reasoning, by_model: _byModel, ...usage } = runUsage;
     if (endRun || (toolCalls && input.endIfInterrupted)) {
@@ -348,6 +365,7 @@ export function createRunCycleActivities(deps: Deps) {
       };
     }
     if (!(await appendEvent(client, session.id, closing)).inserted) return undefined;
+    if (brokenCalls) await clearBrokenAttempts(client, input.runId);
 
     const { rows: updated } = await client.query<LockedSession>(
       `UPDATE sessions SET

@@ -61,15 +61,13 @@ export async function lockSession(client: PoolClient, sessionId: string): Promis
 
 /**
  * lockSession, and in the same statement the session's agent (model, tools, whether it was
- * deleted; null if the row is gone) and whether the run holding the session has broken
- * model calls waiting to be billed (store/attempt-usage.ts).
+ * deleted; null if the row is gone).
  */
-export async function lockSessionWithAgent(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent: SessionAgent | null; has_broken_attempts?: boolean }) | undefined> {
-  const { rows } = await client.query<LockedSession & { agent: SessionAgent | null; has_broken_attempts: boolean }>({
+export async function lockSessionWithAgent(client: PoolClient, sessionId: string): Promise<(LockedSession & { agent: SessionAgent | null }) | undefined> {
+  const { rows } = await client.query<LockedSession & { agent: SessionAgent | null }>({
     name: 'lock_session_with_agent',
     text: `SELECT ${LOCKED_SESSION_COLUMNS.map((column) => `s.${column}`).join(', ')},
-                  CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('model', a.model, 'tools', a.tools, 'deleted', a.deleted_at IS NOT NULL) END AS agent,
-                  EXISTS (SELECT 1 FROM run_attempt_usage w WHERE w.run_id = s.active_run_id) AS has_broken_attempts
+                  CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('model', a.model, 'tools', a.tools, 'deleted', a.deleted_at IS NOT NULL) END AS agent
              FROM sessions s LEFT JOIN agents a ON a.id = s.agent_id WHERE s.id = $1 FOR UPDATE OF s`,
     values: [sessionId],
   });

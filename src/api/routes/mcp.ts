@@ -66,7 +66,9 @@ function jsonRpcBody(limitBytes: number): Middleware {
           ctx.body = { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${problem}` }, id: null };
           return Promise.resolve();
         }
-        const invalid = invalidParams(ctx.request.body);
+        // (Only for requests the transport would take: it answers a wrong Accept with 406 first.)
+        const accept = ctx.get('accept');
+        const invalid = accept.includes('application/json') && accept.includes('text/event-stream') ? invalidParams(ctx.request.body) : undefined;
         if (invalid) {
           // The SDK would answer an internal error (-32603, quoting its validation) for what is the caller's mistake.
           ctx.body = { jsonrpc: '2.0', id: invalid.id, error: { code: -32602, message: `Invalid params: ${invalid.text}` } };

@@ -345,6 +345,13 @@ describe('POST /v1/mcp: credentials', () => {
       expect(response.status).toBe(200);
       expect(await json(response)).toEqual({ jsonrpc: '2.0', id: 41, error: { code: -32602, message: expect.stringMatching(message) } });
     }
+    // A request the transport would not take at all keeps its answer: a wrong Accept is 406 first.
+    const wrongAccept = await fetch(`${api.url}/v1/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 41, method: 'tools/call', params: {} }),
+    });
+    expect(wrongAccept.status).toBe(406);
   });
 
   test('revoked key: 401 {error: invalid_token, error_description}', async () => {

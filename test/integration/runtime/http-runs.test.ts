@@ -162,6 +162,27 @@ test('a session deleted while paused for client tools, the interrupt lost: the r
   expect((await env.api.deps.db.query('SELECT workflow_ended_at IS NOT NULL AS ended FROM sessions WHERE id = $1', [sessionId])).rows[0].ended).toBe(true);
 });
 
+test("a session deleted after its workflow was terminated mid-run: the reconciler's new execution closes the orphaned run, billed, and ends", async () => {
+  const sessionId = await newSession();
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'first' }] }]);
+  await waitForClosing(sessionId);
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[delay:2000]] slow' }] }]);
+  for (const deadline = Date.now() + 10_000; (await env.api.deps.db.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND type = 'session.status_running'`, [sessionId])).rowCount! < 2; ) {
+    if (Date.now() > deadline) throw new Error('the second run never started');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const handle = (await env.api.deps.temporal.get()).workflow.getHandle(`session/${sessionId}`);
+  await handle.terminate('operator');
+  await env.api.deps.db.query(`UPDATE sessions SET deleted_at = now() - interval '2 minutes', status = 'terminated' WHERE id = $1`, [sessionId]);
+  expect(await reconcileDeletedSessions(env.api.deps)).toBeGreaterThanOrEqual(1);
+  expect(await workflowEnds(sessionId)).toBe('COMPLETED');
+  const { rows } = await env.api.deps.db.query(`SELECT type, error_code, usage FROM session_events WHERE session_id = $1 AND type IN ('session.status_idle', 'session.error') ORDER BY seq`, [sessionId]);
+  expect(rows.map((r) => [r.type, r.error_code])).toEqual([['session.status_idle', null], ['session.error', 'run_interrupted']]);
+  const session = (await env.api.deps.db.query('SELECT active_run_id, workflow_ended_at IS NOT NULL AS ended, credits_nano::bigint AS credits FROM sessions WHERE id = $1', [sessionId])).rows[0];
+  expect(session).toMatchObject({ active_run_id: null, ended: true });
+  expect(Number(session.credits)).toBe(rows.reduce((sum, r) => sum + r.usage.credits_nano, 0));
+});
+
 /** The session workflow's status once it is no longer running (or RUNNING after 10 s). */
 async function workflowEnds(sessionId: string): Promise<string> {
   const handle = (await env.api.deps.temporal.get()).workflow.getHandle(`session/${sessionId}`);

@@ -1,6 +1,7 @@
 import { createActivities } from '../../../activities';
 import { withTransaction } from '../../../src/store/db';
 import { appendEvents, lockSession } from '../../../src/store/events';
+import { recordBrokenAttempt } from '../../../src/store/attempt-usage';
 import { startApi, type TestApi } from '../../support/harness';
 import { createTenant, type Tenant } from '../../support/factories';
 import { createAgentAndSession, text } from '../../support/runtime';
@@ -82,6 +83,26 @@ test('finishRunCycle closes a run and claims the next message in one transaction
     [sessionId, first.runId],
   );
   expect(rows[0]).toEqual({ status: 'running', active_run_id: (next as { runId: string }).runId, credits: 1234, usage_rows: 1 });
+});
+
+test("a broken call is recorded only while its run holds the session, and billed once by the run's close", async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'hello');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 'w1' })) as { runId: string };
+  const broken = { input_tokens: 10, output_tokens: 3, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, credits_nano: 500, reasoning_tokens: 0 };
+  await recordBrokenAttempt(api.deps.db, sessionId, run.runId, `${run.runId}:turn:1:x:1:attempt:1`, broken);
+  await recordBrokenAttempt(api.deps.db, sessionId, run.runId, `${run.runId}:turn:1:x:1:attempt:1`, broken); // a retried write
+  await recordTurn(sessionId, run.runId);
+  const finish = { sessionId, runId: run.runId, cycleKey: 'w1', contextTokens: 15, stopReason: 'end_turn' as const, endRun: true };
+  await activities.finishRunCycle(finish);
+  await activities.finishRunCycle(finish);
+  const { rows } = await api.deps.db.query(`SELECT usage FROM session_events WHERE session_id = $1 AND type = 'session.status_idle'`, [sessionId]);
+  expect(rows).toHaveLength(1);
+  expect(rows[0].usage.credits_nano).toBe(1234 + 500);
+  expect((await api.deps.db.query('SELECT 1 FROM run_attempt_usage WHERE run_id = $1', [run.runId])).rowCount).toBe(0);
+  // The run has ended: a call that breaks now is not parked where no close would bill it.
+  await recordBrokenAttempt(api.deps.db, sessionId, run.runId, `${run.runId}:turn:2:x:1:attempt:1`, broken);
+  expect((await api.deps.db.query('SELECT 1 FROM run_attempt_usage WHERE run_id = $1', [run.runId])).rowCount).toBe(0);
 });
 
 test('finishRunCycle with nothing waiting leaves the session idle and claims nothing', async () => {
