@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { mapAnthropicStopReason } from '../finish-reason';
-import type { ResultPart, UnifiedResult, Usage } from '../types';
+import type { ResultPart, TextPart, UnifiedResult, Usage } from '../types';
+import { fromAnthropicCitations } from '../url-citations';
 
 export const AnthropicUsageSchema = z.object({
   input_tokens: z.number().nullish(),
@@ -43,7 +44,7 @@ function billedExtras(usage: z.infer<typeof AnthropicUsageSchema> | null | undef
 export function fromAnthropicBlock(block: Record<string, unknown>): ResultPart {
   switch (block.type) {
     case 'text':
-      return { type: 'text', text: String(block.text ?? ''), ...(Array.isArray(block.citations) && block.citations.length > 0 ? { citations: block.citations as Array<Record<string, unknown>> } : {}) };
+      return citedText(String(block.text ?? ''), Array.isArray(block.citations) ? (block.citations as Array<Record<string, unknown>>) : []);
     case 'thinking':
       return { type: 'reasoning', text: String(block.thinking ?? ''), ...(typeof block.signature === 'string' ? { signature: block.signature } : {}) };
     case 'redacted_thinking':
@@ -64,4 +65,11 @@ export function fromAnthropicResponse(body: z.infer<typeof AnthropicResponseSche
     stop_sequence: body.stop_sequence ?? null,
     usage: convertAnthropicUsage(body.usage),
   };
+}
+
+/** A text block and what it cites: as Anthropic says (/v1/messages) and as web pages (the chat shape). */
+function citedText(text: string, citations: Array<Record<string, unknown>>): TextPart {
+  if (citations.length === 0) return { type: 'text', text };
+  const urls = fromAnthropicCitations(citations, 0, text.length);
+  return { type: 'text', text, citations, ...(urls.length > 0 ? { url_citations: urls } : {}) };
 }

@@ -9,6 +9,7 @@ import { emptyUsage, type FinishReason, type StreamPart, type UnifiedRequest, ty
 import { AnthropicUsageSchema, convertAnthropicUsage } from './response';
 import { anthropicErrorStatus } from './error-types';
 import { redactCredentials } from '../redact';
+import { fromAnthropicCitations } from '../url-citations';
 
 const EventSchema = z.object({
   type: z.string(),
@@ -31,7 +32,12 @@ const EventSchema = z.object({
   error: z.object({ type: z.string().nullish(), message: z.string().nullish() }).nullish(),
 });
 
-type Block = { kind: 'tool'; id: string; name: string; json: string } | { kind: 'raw'; block: Record<string, unknown>; json: string } | { kind: 'plain' };
+type Block =
+  | { kind: 'tool'; id: string; name: string; json: string }
+  | { kind: 'raw'; block: Record<string, unknown>; json: string }
+  // `start`: where the block's text begins in the answer's text, for the web pages it cites.
+  | { kind: 'text'; start: number; citations: Array<Record<string, unknown>> }
+  | { kind: 'plain' };
 
 /** Anthropic's event protocol → stream parts, in one pass; always ends with `finish` or `error`. */
 export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, request: UnifiedRequest): AsyncGenerator<StreamPart> {
@@ -42,6 +48,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
   let finish: FinishReason | undefined;
   let stopSequence: string | null = null;
   let producedChars = 0;
+  let textLength = 0; // of the answer's text so far
   let stopped = false;
   try {
     for await (const sse of decodeSse(chunks)) {
@@ -62,11 +69,16 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
           } else if (block.type === 'redacted_thinking') {
             blocks.set(index, { kind: 'plain' });
             yield { type: 'redacted-reasoning', data: String(block.data ?? '') };
-          } else if (block.type === 'text' || block.type === 'thinking') {
-            blocks.set(index, { kind: 'plain' });
-            if (block.type === 'text') yield { type: 'text-block-start', cited: Array.isArray(block.citations) };
+          } else if (block.type === 'text') {
+            blocks.set(index, { kind: 'text', start: textLength, citations: [] });
+            yield { type: 'text-block-start', cited: Array.isArray(block.citations) };
             // A block may start with content already in it.
-            if (block.type === 'text' && typeof block.text === 'string' && block.text) yield { type: 'text-delta', delta: block.text };
+            if (typeof block.text === 'string' && block.text) {
+              textLength += block.text.length;
+              yield { type: 'text-delta', delta: block.text };
+            }
+          } else if (block.type === 'thinking') {
+            blocks.set(index, { kind: 'plain' });
           } else {
             blocks.set(index, { kind: 'raw', block: { ...block }, json: '' });
           }
@@ -77,11 +89,13 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
           const block = blocks.get(event.index ?? 0);
           if (delta?.type === 'text_delta' && delta.text) {
             producedChars += delta.text.length;
+            textLength += delta.text.length;
             yield { type: 'text-delta', delta: delta.text };
           } else if (delta?.type === 'thinking_delta' && delta.thinking) {
             producedChars += delta.thinking.length;
             yield { type: 'reasoning-delta', delta: delta.thinking };
           } else if (delta?.type === 'citations_delta' && delta.citation) {
+            if (block?.kind === 'text') block.citations.push(delta.citation);
             yield { type: 'text-citation', citation: delta.citation };
           } else if (delta?.type === 'signature_delta' && delta.signature) {
             yield { type: 'reasoning-signature', signature: delta.signature };
@@ -98,6 +112,9 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
           const index = event.index ?? 0;
           const block = blocks.get(index);
           if (block?.kind === 'tool') yield { type: 'tool-call', id: block.id, name: block.name, input: parseToolInput(block.json) };
+          if (block?.kind === 'text') {
+            for (const citation of fromAnthropicCitations(block.citations, block.start, textLength)) yield { type: 'url-citation', citation };
+          }
           if (block?.kind === 'raw') {
             const raw = block.json ? { ...block.block, input: parseToolInput(block.json) } : block.block;
             yield { type: 'provider-raw', provider, block: raw };

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { mapGoogleFinishReason } from '../finish-reason';
-import type { ResultPart, UnifiedResult, Usage } from '../types';
+import type { ResultPart, TextPart, UnifiedResult, Usage } from '../types';
+import { citationsPerPart, fromGoogleGrounding, GoogleGroundingSchema } from '../url-citations';
 
 export const GoogleUsageSchema = z
   .object({
@@ -28,7 +29,7 @@ export const GoogleResponseSchema = z.object({
       z.object({
         content: z.object({ parts: z.array(GooglePartSchema).nullish() }).nullish(),
         finishReason: z.string().nullish(),
-        groundingMetadata: z.object({ webSearchQueries: z.array(z.string()).nullish() }).nullish(),
+        groundingMetadata: GoogleGroundingSchema,
       }),
     )
     .nullish(),
@@ -74,7 +75,10 @@ export function fromGooglePart(part: z.infer<typeof GooglePartSchema>): ResultPa
 
 export function fromGoogleResponse(body: z.infer<typeof GoogleResponseSchema>, fallbackModel: string): UnifiedResult {
   const candidate = body.candidates?.[0];
-  const content = (candidate?.content?.parts ?? []).map(fromGooglePart).filter((part): part is ResultPart => part !== undefined);
+  const content = withGroundingCitations(
+    (candidate?.content?.parts ?? []).map(fromGooglePart).filter((part): part is ResultPart => part !== undefined),
+    candidate?.groundingMetadata,
+  );
   const blocked = !candidate && body.promptFeedback?.blockReason;
   return {
     id: body.responseId ?? `gen-${randomBytes(8).toString('hex')}`,
@@ -86,4 +90,16 @@ export function fromGoogleResponse(body: z.infer<typeof GoogleResponseSchema>, f
     stop_sequence: null,
     usage: withGrounding(convertGoogleUsage(body.usageMetadata), groundedWithSearch(candidate)),
   };
+}
+
+/** The web pages a grounded answer cites, on the text parts whose spans they support. */
+function withGroundingCitations(content: ResultPart[], grounding: z.infer<typeof GoogleGroundingSchema>): ResultPart[] {
+  const texts = content.filter((part): part is TextPart => part.type === 'text');
+  const citations = fromGoogleGrounding(grounding, texts.map((part) => part.text).join(''));
+  if (citations.length === 0) return content;
+  const perPart = new Map(citationsPerPart(texts.map((part) => part.text), citations).map((cited, i) => [texts[i]!, cited]));
+  return content.map((part) => {
+    const cited = part.type === 'text' ? perPart.get(part) : undefined;
+    return cited && cited.length > 0 ? { ...part, url_citations: cited } : part;
+  });
 }

@@ -3,9 +3,10 @@ import { mapGoogleFinishReason } from '../finish-reason';
 import { safeJson } from '../openai/stream';
 import { decodeSse } from '../sse';
 import { partialUsage } from '../tokens';
-import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
+import { emptyUsage, type StreamPart, type UnifiedRequest, type UrlCitation, type Usage } from '../types';
 import { GoogleResponseSchema, convertGoogleUsage, fromGooglePart, groundedWithSearch, newToolCallId, withGrounding } from './response';
 import { redactCredentials } from '../redact';
+import { fromGoogleGrounding } from '../url-citations';
 
 /** Gemini SSE (`alt=sse`) → stream parts. The stream has no end marker: a finish reason is its end. */
 export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, request: UnifiedRequest): AsyncGenerator<StreamPart> {
@@ -17,6 +18,8 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
   let sawToolCall = false;
   let grounded = false;
   let producedChars = 0;
+  let text = ''; // the answer's text so far: grounding segments are offsets into it
+  const citations = new Map<string, UrlCitation>();
   try {
     for await (const sse of decodeSse(chunks)) {
       const json = safeJson(sse.data) as { error?: unknown } | undefined;
@@ -39,6 +42,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
         if (!part) continue;
         if (part.type === 'text') {
           producedChars += part.text.length;
+          text += part.text;
           yield { type: 'text-delta', delta: part.text };
         } else if (part.type === 'reasoning') {
           producedChars += part.text.length;
@@ -53,11 +57,15 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
           yield part;
         }
       }
+      // A chunk's grounding indexes its own sources and the text so far; kept once each, whether
+      // chunks carry new supports or repeat earlier ones.
+      for (const citation of fromGoogleGrounding(candidate?.groundingMetadata, text)) citations.set(JSON.stringify(citation), citation);
       if (candidate?.finishReason) finishRaw = candidate.finishReason;
       if (!candidate && chunk.promptFeedback?.blockReason) finishRaw = chunk.promptFeedback.blockReason;
     }
     if (finishRaw === undefined) throw new UpstreamConnectionError('the google stream ended without a finish reason', { provider, model, retryable: true });
     if (!started) yield { type: 'stream-start', id: 'gen-unknown', model: request.model.name };
+    for (const citation of citations.values()) yield { type: 'url-citation', citation };
     yield {
       type: 'finish',
       finish_reason: mapGoogleFinishReason(finishRaw, sawToolCall),

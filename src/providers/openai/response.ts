@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { mapOpenAIFinishReason } from '../finish-reason';
 import type { ResultPart, UnifiedRequest, UnifiedResult, Usage } from '../types';
 import { parseToolInput } from '../tool-input';
+import { fromOpenAIAnnotations, OpenAIAnnotationsSchema } from '../url-citations';
 
 // Only the fields we read; OpenAI-compatible servers omit many of them.
 export const OpenAIUsageSchema = z
@@ -29,6 +30,7 @@ export const OpenAIResponseSchema = z.object({
         reasoning_content: z.string().nullish(),
         reasoning: z.string().nullish(),
         tool_calls: z.array(ToolCallSchema).nullish(),
+        annotations: OpenAIAnnotationsSchema,
       }),
       finish_reason: z.string().nullish(),
     }),
@@ -61,7 +63,10 @@ export function fromOpenAIResponse(body: z.infer<typeof OpenAIResponseSchema>, f
   const content: ResultPart[] = [];
   const reasoning = choice?.message.reasoning_content ?? choice?.message.reasoning;
   if (reasoning) content.push({ type: 'reasoning', text: reasoning });
-  if (choice?.message.content) content.push({ type: 'text', text: choice.message.content });
+  if (choice?.message.content) {
+    const citations = fromOpenAIAnnotations(choice.message.annotations);
+    content.push({ type: 'text', text: choice.message.content, ...(citations.length > 0 ? { url_citations: citations } : {}) });
+  }
   if (choice?.message.refusal) content.push({ type: 'text', text: choice.message.refusal, refusal: true });
   for (const [index, call] of (choice?.message.tool_calls ?? []).entries()) {
     content.push({ type: 'tool-call', id: call.id ?? `call_${index}`, name: call.function.name, input: parseToolInput(call.function.arguments ?? '') });

@@ -7,6 +7,7 @@ import { parseToolInput } from '../tool-input';
 import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
 import { OpenAIUsageSchema, convertOpenAIUsage, withSearchCall } from './response';
 import { redactCredentials } from '../redact';
+import { fromOpenAIAnnotations, OpenAIAnnotationsSchema } from '../url-citations';
 
 const ChunkSchema = z.object({
   id: z.string().nullish(),
@@ -29,6 +30,7 @@ const ChunkSchema = z.object({
                 }),
               )
               .nullish(),
+            annotations: OpenAIAnnotationsSchema,
           })
           .nullish(),
         finish_reason: z.string().nullish(),
@@ -95,6 +97,7 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
         producedChars += delta.content.length;
         yield { type: 'text-delta', delta: delta.content };
       }
+      for (const citation of fromOpenAIAnnotations(delta?.annotations)) yield { type: 'url-citation', citation };
       if (delta?.refusal) {
         producedChars += delta.refusal.length;
         yield { type: 'text-delta', delta: delta.refusal, refusal: true };

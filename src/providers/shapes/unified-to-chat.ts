@@ -1,5 +1,5 @@
 import { toOpenAIFinishReason } from '../finish-reason';
-import type { StreamPart, UnifiedResult, Usage } from '../types';
+import type { StreamPart, UnifiedResult, UrlCitation, Usage } from '../types';
 
 /** Hub usage → OpenAI usage (cached tokens counted inside prompt_tokens, as OpenAI does). */
 export function chatUsage(usage: Usage) {
@@ -20,6 +20,20 @@ export function chatUsage(usage: Usage) {
  */
 const signatureOf = (part: { signature?: string }) => (part.signature ? { extra_content: { google: { thought_signature: part.signature } } } : {});
 
+/** A cited web page as OpenAI's `url_citation` annotation (offsets into the message's `content`). */
+const annotation = ({ url, title, start, end }: UrlCitation) => ({ type: 'url_citation' as const, url_citation: { start_index: start, end_index: end, url, title: title ?? '' } });
+
+/** The web pages the answer's text parts cite, as annotations with offsets into the joined text. */
+function annotationsOf(result: UnifiedResult) {
+  let offset = 0;
+  return result.content.flatMap((part) => {
+    if (part.type !== 'text' || part.refusal) return [];
+    const cited = (part.url_citations ?? []).map((citation) => annotation({ ...citation, start: citation.start + offset, end: citation.end + offset }));
+    offset += part.text.length;
+    return cited;
+  });
+}
+
 const chatId = (upstreamId: string): string => (upstreamId.startsWith('chatcmpl-') ? upstreamId : `chatcmpl-${upstreamId}`);
 
 /** Hub result → chat completion object. `model` is the public id the caller asked for. */
@@ -27,6 +41,7 @@ export function unifiedToChat(result: UnifiedResult, model: string, created = Ma
   const text = result.content.flatMap((part) => (part.type === 'text' && !part.refusal ? [part.text] : [])).join('');
   const refusal = result.content.flatMap((part) => (part.type === 'text' && part.refusal ? [part.text] : [])).join('');
   const reasoning = result.content.flatMap((part) => (part.type === 'reasoning' ? [part.text] : [])).join('');
+  const annotations = annotationsOf(result);
   const toolCalls = result.content.flatMap((part) =>
     part.type === 'tool-call' ? [{ id: part.id, type: 'function' as const, function: { name: part.name, arguments: JSON.stringify(part.input) }, ...signatureOf(part) }] : [],
   );
@@ -43,6 +58,7 @@ export function unifiedToChat(result: UnifiedResult, model: string, created = Ma
           // (OpenAI answers a refusal with content null.)
           content: text.length > 0 || (toolCalls.length === 0 && !refusal) ? text : null,
           refusal: refusal || null,
+          ...(annotations.length > 0 ? { annotations } : {}),
           ...(reasoning ? { reasoning_content: reasoning } : {}),
           ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
         },
@@ -75,6 +91,8 @@ export function createChatChunker(model: string, includeUsage: boolean, created 
         return [chunk({ role: 'assistant', content: '' })];
       case 'text-delta':
         return [chunk(part.refusal ? { refusal: part.delta } : { content: part.delta })];
+      case 'url-citation':
+        return [chunk({ annotations: [annotation(part.citation)] })];
       case 'reasoning-delta':
         return [chunk({ reasoning_content: part.delta })];
       case 'tool-input-start': {

@@ -129,6 +129,9 @@ export function createMessagesEventWriter(anthropicUpstream: boolean) {
           event('message_delta', { delta: { stop_reason: stopReason(part.finish_reason, anthropicUpstream), stop_sequence: part.stop_sequence }, usage: messagesUsage(part.usage) }),
           event('message_stop', {}),
         ];
+      // Anthropic's own citations came as text-citation parts. Other providers' web pages have no
+      // Messages form (a web_search_result_location needs Anthropic's encrypted index to go back).
+      case 'url-citation':
       case 'error':
         return [];
     }

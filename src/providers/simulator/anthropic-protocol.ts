@@ -1,6 +1,6 @@
 import { sseMessage } from '../sse';
 import { asArray, asRecord, halves, type SimProtocol } from './protocol';
-import { SimError, wordDeltas, type Plan } from './script';
+import { searchResults, SimError, wordDeltas, type Plan } from './script';
 
 // Anthropic's error types, written out here rather than imported from the adapter
 // (src/providers/anthropic/error-types.ts): the simulator stands in for the provider, so a
@@ -41,10 +41,10 @@ const SEARCH_LEAD_IN = 'From the search results: ';
 
 /** A searched answer cites one result per search, as Anthropic's web search does. */
 const citations = (plan: Plan) =>
-  Array.from({ length: plan.webSearches }, (_, i) => ({
+  searchResults(plan).map(({ url, title }, i) => ({
     type: 'web_search_result_location',
-    url: `https://example.com/result-${i + 1}`,
-    title: `Result ${i + 1}`,
+    url,
+    title,
     cited_text: plan.words.slice(0, 3).join(' '),
     encrypted_index: `sim-${plan.id}-${i + 1}`,
   }));

@@ -1,6 +1,6 @@
 import { sseMessage } from '../sse';
 import { asArray, asRecord, type SimProtocol } from './protocol';
-import { SimError, wordDeltas, type Plan } from './script';
+import { citedSpan, searchResults, SimError, wordDeltas, type Plan } from './script';
 
 const STATUS_NAMES: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
@@ -24,9 +24,25 @@ function usageMetadata(plan: Plan) {
   };
 }
 
-/** Google reports the queries a grounded answer ran with the candidate. */
-const grounding = (plan: Plan) =>
-  plan.webSearches > 0 ? { groundingMetadata: { webSearchQueries: Array.from({ length: plan.webSearches }, (_, i) => `simulated query ${i + 1}`) } } : {};
+/**
+ * Google reports with the candidate the queries a grounded answer ran, the pages it found, and
+ * the text they support (segments in UTF-8 bytes, as Gemini counts them).
+ */
+function grounding(plan: Plan) {
+  if (plan.webSearches === 0) return {};
+  const { text, start } = citedSpan(plan);
+  const pages = searchResults(plan);
+  return {
+    groundingMetadata: {
+      webSearchQueries: pages.map((_, i) => `simulated query ${i + 1}`),
+      groundingChunks: pages.map(({ url, title }) => ({ web: { uri: url, title } })),
+      groundingSupports:
+        plan.words.length > 0
+          ? [{ segment: { startIndex: Buffer.byteLength(text.slice(0, start)), endIndex: Buffer.byteLength(text), text: text.slice(start) }, groundingChunkIndices: pages.map((_, i) => i) }]
+          : [],
+    },
+  };
+}
 
 /** With thinking on, Gemini signs a turn's first function call (the signature must come back with it). */
 const callPart = (plan: Plan, call: Plan['toolCalls'][number], index: number) => ({

@@ -1,6 +1,6 @@
 import { sseMessage } from '../sse';
 import { asArray, asRecord, halves, type SimProtocol } from './protocol';
-import { SimError, wordDeltas, type Plan } from './script';
+import { citedSpan, searchResults, SimError, wordDeltas, type Plan } from './script';
 
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
@@ -39,6 +39,13 @@ function describeImage(url: string): string {
 
 // OpenAI has no context-window reason: a reply cut by the window ends with `length`.
 const finishReason = (plan: Plan) => (plan.finish === 'stop_sequence' ? 'stop' : plan.finish === 'context_window' ? 'length' : plan.finish);
+
+/** A search model's answer cites one page per `[[web-search:N]]` search, each over the cited span. */
+function annotations(plan: Plan) {
+  if (plan.refusal || plan.words.length === 0) return [];
+  const { text, start } = citedSpan(plan);
+  return searchResults(plan).map(({ url, title }) => ({ type: 'url_citation', url_citation: { start_index: start, end_index: text.length, url, title } }));
+}
 
 export const openaiProtocol: SimProtocol = {
   parse(body, rawBody) {
@@ -92,6 +99,7 @@ export const openaiProtocol: SimProtocol = {
       maxTokens: (body.max_completion_tokens ?? body.max_tokens) as number | undefined,
       rawBody,
       stream: body.stream === true,
+      webSearchOffered: body.web_search_options != null,
       options: { includeUsage: asRecord(body.stream_options).include_usage === true },
     };
   },
@@ -110,6 +118,7 @@ export const openaiProtocol: SimProtocol = {
             role: 'assistant',
             content: text.length > 0 && !plan.refusal ? text : null,
             refusal: plan.refusal ? text : null,
+            ...(annotations(plan).length > 0 ? { annotations: annotations(plan) } : {}),
             ...(plan.reasoning.length > 0 ? { reasoning_content: plan.reasoning.join(' ') } : {}),
             ...(plan.toolCalls.length > 0
               ? { tool_calls: plan.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.input) } })) }
@@ -130,6 +139,7 @@ export const openaiProtocol: SimProtocol = {
     const events = [chunk({ role: 'assistant', content: '' })];
     for (const delta of wordDeltas(plan.reasoning)) events.push(chunk({ reasoning_content: delta }));
     for (const delta of wordDeltas(plan.words)) events.push(chunk(plan.refusal ? { refusal: delta } : { content: delta }));
+    if (annotations(plan).length > 0) events.push(chunk({ annotations: annotations(plan) }));
     plan.toolCalls.forEach((call, index) => {
       events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
       for (const piece of halves(JSON.stringify(call.input))) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));

@@ -67,6 +67,19 @@ export interface Plan {
   streamErrorStatus?: number;
 }
 
+/** The pages a searched answer cites: one per search the model ran. */
+export const searchResults = (plan: Plan) =>
+  Array.from({ length: plan.webSearches }, (_, i) => ({ url: `https://example.com/result-${i + 1}`, title: `Result ${i + 1}` }));
+
+/**
+ * The span of a searched answer that OpenAI's annotations and Gemini's grounding supports
+ * cite: all its words after the first (so offsets are tested away from zero).
+ */
+export function citedSpan(plan: Plan): { text: string; start: number } {
+  const text = plan.words.join(' ');
+  return { text, start: plan.words.length > 1 ? plan.words[0]!.length + 1 : 0 };
+}
+
 const FILLER = ['lorem', 'ipsum', 'dolor', 'sit', 'amet', 'consectetur', 'adipiscing', 'elit'];
 
 export const estimateTokens = (chars: number): number => Math.ceil(chars / 4);

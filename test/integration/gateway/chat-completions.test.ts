@@ -180,6 +180,37 @@ describe('metering', () => {
     }
   });
 
+  test.each([
+    // [model, where the cited text begins in the answer]: Anthropic cites its second text block
+    // whole (after an uncited lead-in); OpenAI and Gemini cite the words after "You" (Gemini in UTF-8 bytes).
+    ['anthropic/claude-haiku-4-5', 'From the search results: '.length],
+    ['google/gemini-2.5-flash', 'You '.length],
+    ['openai/gpt-4o-mini-search-preview', 'You '.length],
+  ])('web pages a search on %s cites come back as url_citation annotations over the cited text, streamed or not', async (model, start) => {
+    // Non-ASCII text after the cited span's start: a byte offset taken for a character index would show.
+    const body = { model, messages: [{ role: 'user', content: 'café 🎉 naïve [[web-search:2]]' }], tools: [{ type: 'web_search' }] };
+    const expected = (content: string) =>
+      [1, 2].map((i) => ({ type: 'url_citation', url_citation: { start_index: start, end_index: content.length, url: `https://example.com/result-${i}`, title: `Result ${i}` } }));
+    const plain = await json(await post(body));
+    const message = plain.choices[0].message;
+    expect(message.content).toMatch(/You said: café 🎉 naïve$/);
+    expect(message.annotations).toEqual(expected(message.content));
+    expect(message.content.slice(start)).toMatch(/^(You )?said: café 🎉 naïve$/);
+
+    const chunks = (await (await post({ ...body, stream: true })).text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => JSON.parse(line.slice(6)));
+    const content = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('');
+    expect(content).toBe(message.content);
+    expect(chunks.flatMap((chunk) => chunk.choices[0]?.delta.annotations ?? [])).toEqual(expected(content));
+  });
+
+  test('an answer that searched nothing has no annotations', async () => {
+    const message = (await json(await post({ model: 'google/gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'web_search' }] }))).choices[0].message;
+    expect(message).not.toHaveProperty('annotations');
+  });
+
   test('Anthropic 1-hour cache writes are billed at twice the input price, the 5-minute ones at the cache-write price', async () => {
     const body = { model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: `${'context '.repeat(100)} [[cache-write:30]] [[cache-write-1h:50]]` }] };
     for (const stream of [false, true]) {
