@@ -11,8 +11,7 @@ import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState } from '../types';
 import { parseInput } from '../validate';
-import { createGateway, relayUpstreamFailure, toGatewayError, type GatewayOptions } from './gateway/gateway';
-import { startedStream, writeSse } from './gateway/sse';
+import { createGateway, toGatewayError, type GatewayOptions } from './gateway/gateway';
 
 
 /** The gateway envelope as a chat completion chunk: the openai SDK raises it as an APIError. */
@@ -38,33 +37,17 @@ export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}):
       if (violation) throw badRequest(`${violation.param}: ${violation.message}`, violation.param);
       const request = chatToUnified(body, model);
       await gateway.admit(ctx, request);
-      const signal = gateway.clientSignal(ctx);
-
-      if (!body.stream) {
-        let result;
-        try {
-          result = await gateway.providers.generate(request, { signal });
-        } catch (error) {
-          return relayUpstreamFailure(ctx, error);
-        }
-        ctx.body = unifiedToChat(result, model.id);
-        void gateway.meter(ctx, model, result.usage);
-        return;
-      }
-
-      let parts;
-      try {
-        parts = await startedStream(await gateway.providers.stream(request, { signal }));
-      } catch (error) {
-        return relayUpstreamFailure(ctx, error);
-      }
-      const chunker = createChatChunker(model.id, body.stream_options?.include_usage === true);
-      const usage = await writeSse(ctx, parts, {
-        encode: (part) => chunker(part).map((chunk) => sseMessage(chunk)),
-        encodeError: (error) => chatErrorChunk(ctx, error),
-        trailer: sseMessage('[DONE]'),
-      }, request);
-      await gateway.meter(ctx, model, usage);
+      await gateway.relay(ctx, request, model, body.stream === true, {
+        json: (result) => unifiedToChat(result, model.id),
+        sse() {
+          const chunker = createChatChunker(model.id, body.stream_options?.include_usage === true);
+          return {
+            encode: (part) => chunker(part).map((chunk) => sseMessage(chunk)),
+            encodeError: (error) => chatErrorChunk(ctx, error),
+            trailer: sseMessage('[DONE]'),
+          };
+        },
+      });
     },
   );
   return router;

@@ -13,8 +13,7 @@ import { nativeErrorType } from '../middleware/error-handler';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 import { parseInput } from '../validate';
-import { createGateway, relayUpstreamFailure, toGatewayError, type GatewayOptions } from './gateway/gateway';
-import { startedStream, writeSse } from './gateway/sse';
+import { createGateway, toGatewayError, type GatewayOptions } from './gateway/gateway';
 
 const PROVIDER = 'anthropic';
 /** Provider headers the caller may set and the gateway forwards. */
@@ -63,29 +62,10 @@ export function messagesRouter(deps: Deps, options: GatewayOptions = {}): Router
       for (const name of FORWARDED_HEADERS) if (ctx.get(name)) headers[name] = ctx.get(name);
       const request = messagesToUnified(body, model, headers);
       await gateway.admit(ctx, request);
-      const signal = gateway.clientSignal(ctx);
-
-      if (!body.stream) {
-        let result;
-        try {
-          result = await gateway.providers.generate(request, { signal });
-        } catch (error) {
-          return relayUpstreamFailure(ctx, error);
-        }
-        ctx.body = unifiedToMessages(result, true);
-        void gateway.meter(ctx, model, result.usage);
-        return;
-      }
-
-      let parts;
-      try {
-        parts = await startedStream(await gateway.providers.stream(request, { signal }));
-      } catch (error) {
-        return relayUpstreamFailure(ctx, error);
-      }
-      const writer = createMessagesEventWriter(true);
-      const usage = await writeSse(ctx, parts, { encode: writer, encodeError: (error) => nativeErrorEvent(ctx, error) }, request);
-      await gateway.meter(ctx, model, usage);
+      await gateway.relay(ctx, request, model, body.stream === true, {
+        json: (result) => unifiedToMessages(result, true),
+        sse: () => ({ encode: createMessagesEventWriter(true), encodeError: (error) => nativeErrorEvent(ctx, error) }),
+      });
     },
   );
   return router;

@@ -11,14 +11,12 @@ import {
   DEFAULT_ALT_TEXT_MODEL,
   MAX_ALT_TEXT_IMAGE_BYTES,
 } from '../../../domain/content';
-import { computeCreditsNano } from '../../../providers/catalog';
-import type { UnifiedRequest, UnifiedResult } from '../../../providers/types';
+import type { UnifiedRequest } from '../../../providers/types';
 import { ApiError } from '../../errors';
 import { jsonBody } from '../../middleware/json-body';
 import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
-import { relayUpstreamFailure } from '../gateway/gateway';
 import { type ContentServices } from './services';
 import { chatModelFor } from '../../model-lookup';
 
@@ -46,13 +44,8 @@ export function mountAltText(router: Router<AppState, AppContext>, services: Con
         max_tokens: Math.min(400, model.max_output_tokens),
       };
       await gateway.admit(ctx, request);
-      let result: UnifiedResult;
-      try {
-        result = await gateway.providers.generate(request, { signal: gateway.clientSignal(ctx) });
-      } catch (error) {
-        return relayUpstreamFailure(ctx, error);
-      }
-      void services.gateway.meterRow(ctx, { model: model.id, operation: 'alt_text', credits_nano: computeCreditsNano(model, result.usage), ...result.usage });
+      const result = await gateway.generate(ctx, request, 'alt_text');
+      if (!result) return; // the upstream failure was relayed
       const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
       const altText = cleanAltText(text, body.max_length ?? ALT_TEXT_DEFAULT_MAX_LENGTH);
       if (!altText) throw new ApiError(502, 'upstream_error', 'the model returned no alt text');

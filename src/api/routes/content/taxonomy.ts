@@ -10,14 +10,12 @@ import {
   taxonomyInstructions,
   taxonomyJsonSchema,
 } from '../../../domain/content';
-import { computeCreditsNano } from '../../../providers/catalog';
 import type { UnifiedRequest, UnifiedResult } from '../../../providers/types';
 import { ApiError, badRequest } from '../../errors';
 import { jsonBody } from '../../middleware/json-body';
 import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
 import { parseInput } from '../../validate';
-import { relayUpstreamFailure } from '../gateway/gateway';
 import { type ContentServices } from './services';
 import { chatModelFor } from '../../model-lookup';
 
@@ -56,19 +54,8 @@ export function mountTaxonomy(router: Router<AppState, AppContext>, services: Co
         max_tokens: Math.min(TAXONOMY_LIMITS.maxOutputTokens, model.max_output_tokens),
       };
       await gateway.admit(ctx, request);
-      let result: UnifiedResult;
-      try {
-        result = await gateway.providers.generate(request, { signal: gateway.clientSignal(ctx) });
-      } catch (error) {
-        return relayUpstreamFailure(ctx, error);
-      }
-      // The tokens were spent whether or not the answer is usable.
-      void services.gateway.meterRow(ctx, {
-        model: model.id,
-        operation: 'taxonomy',
-        credits_nano: computeCreditsNano(model, result.usage),
-        ...result.usage,
-      });
+      const result = await gateway.generate(ctx, request, 'taxonomy');
+      if (!result) return; // the upstream failure was relayed
       const answer = readAnswer(result);
       if (!answer) {
         ctx.state.log.warn({ model: model.id, finish_reason: result.finish_reason.raw }, 'taxonomy answer did not match the schema');

@@ -4,10 +4,11 @@ import { creditAdmissionFor } from '../../../billing/admission';
 import { computeCreditsNano, type ModelRecord } from '../../../providers/catalog';
 import { ProviderError, UpstreamConnectionError, UpstreamHttpError, UpstreamTimeoutError } from '../../../providers/errors';
 import { createProviderRegistry, type ProviderRegistry } from '../../../providers';
-import type { UnifiedRequest, Usage } from '../../../providers/types';
+import type { UnifiedRequest, UnifiedResult, Usage } from '../../../providers/types';
 import { ApiError } from '../../errors';
 import type { AppContext } from '../../types';
 import { blockListModerator, contentBlocked, moderatedTexts, type Moderator } from './moderation';
+import { startedStream, writeSse, type SseProtocol } from './sse';
 
 export interface GatewayOptions {
   providers?: ProviderRegistry;
@@ -26,6 +27,13 @@ export interface MeterRow {
   reasoning_tokens?: number;
 }
 
+/** How a chat-like route answers: the whole result as its JSON, or a stream in its SSE protocol. */
+export interface ChatShape {
+  json(result: UnifiedResult): unknown;
+  /** A fresh protocol per response (encoders keep state across parts). */
+  sse(): SseProtocol;
+}
+
 /** What every metered route shares: admission, upstream calls, failures, metering. */
 export interface Gateway {
   providers: ProviderRegistry;
@@ -35,10 +43,19 @@ export interface Gateway {
   admitTexts(ctx: AppContext, texts: string[]): Promise<void>;
   /** Aborts when the client goes away before the response is complete. */
   clientSignal(ctx: AppContext): AbortSignal;
-  /** Writes a chat call's usage row and debits credits; never throws (failures are logged). */
-  meter(ctx: AppContext, model: ModelRecord, usage: Usage): Promise<void>;
-  /** The same for any operation's row. */
+  /** Writes a metered operation's usage row and debits credits; never throws (failures are logged). */
   meterRow(ctx: AppContext, row: MeterRow): Promise<void>;
+  /**
+   * One unstreamed model call for an admitted request, metered as `operation` (whether or not
+   * the caller can use the answer: the tokens were spent). Undefined when the call failed and
+   * the failure was relayed as the response.
+   */
+  generate(ctx: AppContext, request: UnifiedRequest, operation: MeterRow['operation']): Promise<UnifiedResult | undefined>;
+  /**
+   * Calls the model for an admitted request and answers in the route's shape, streamed or
+   * not: an upstream failure before the first byte is relayed as such; usage is metered.
+   */
+  relay(ctx: AppContext, request: UnifiedRequest, model: ModelRecord, stream: boolean, shape: ChatShape): Promise<void>;
 }
 
 export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway {
@@ -71,19 +88,48 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
       ctx.state.log.error({ err: error, model: row.model, operation: row.operation, credits_nano: row.credits_nano }, 'metering failed');
     }
   };
+  const meter = (ctx: AppContext, model: ModelRecord, usage: Usage, operation: MeterRow['operation'] = 'chat') =>
+    meterRow(ctx, { model: model.id, operation, credits_nano: computeCreditsNano(model, usage), ...usage });
+  const clientSignal = (ctx: AppContext) => {
+    const controller = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) controller.abort(new Error('client disconnected'));
+    });
+    return controller.signal;
+  };
+  const generate = async (ctx: AppContext, request: UnifiedRequest, operation: MeterRow['operation']) => {
+    let result;
+    try {
+      result = await providers.generate(request, { signal: clientSignal(ctx) });
+    } catch (error) {
+      relayUpstreamFailure(ctx, error);
+      return undefined;
+    }
+    // (The response does not wait for its metering; a failure there is logged.)
+    void meter(ctx, request.model, result.usage, operation);
+    return result;
+  };
   return {
     providers,
     admit: (ctx, request) => admitTexts(ctx, moderatedTexts(request)),
     admitTexts,
-    clientSignal(ctx) {
-      const controller = new AbortController();
-      ctx.res.once('close', () => {
-        if (!ctx.res.writableFinished) controller.abort(new Error('client disconnected'));
-      });
-      return controller.signal;
-    },
-    meter: (ctx, model, usage) => meterRow(ctx, { model: model.id, operation: 'chat', credits_nano: computeCreditsNano(model, usage), ...usage }),
+    clientSignal,
     meterRow,
+    generate,
+    async relay(ctx, request, model, stream, shape) {
+      if (!stream) {
+        const result = await generate(ctx, request, 'chat');
+        if (result) ctx.body = shape.json(result);
+        return;
+      }
+      let parts;
+      try {
+        parts = await startedStream(await providers.stream(request, { signal: clientSignal(ctx) }));
+      } catch (error) {
+        return relayUpstreamFailure(ctx, error);
+      }
+      await meter(ctx, model, await writeSse(ctx, parts, shape.sse(), request));
+    },
   };
 }
 
