@@ -19,7 +19,9 @@ const siteStatus = (status: 'active' | 'revoked' | 'suspended'): AdminExtension 
   usage: `site ${status === 'active' ? 'activate' : status === 'revoked' ? 'revoke' : 'suspend'} --id SITE_ID`,
   async run(db, flags) {
     const id = need(flags, 'id');
-    if (!(await setSiteStatus(db, id, status))) throw new Error(`no site with id ${id}`);
+    const outcome = await setSiteStatus(db, id, status);
+    if (outcome === 'not_found') throw new Error(`no site with id ${id}`);
+    if (outcome === 'revoked') throw new Error(`site ${id} is revoked, which is final (suspend a site to turn it off for a while)`);
     return { site_id: id, status };
   },
 });

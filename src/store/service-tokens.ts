@@ -2,7 +2,7 @@ import type { Queryable } from './db';
 import { newId } from './ids';
 import { siteStatusOfClient } from './sites';
 
-const SERVICE_TOKEN_COLUMNS = `t.id, t.account_id, t.client_id, t.revoked_at, ${siteStatusOfClient('t.client_id')} AS site_status`;
+const SERVICE_TOKEN_COLUMNS = `t.id, t.account_id, t.client_id, t.revoked_at, ${siteStatusOfClient('t.client_id', 't.account_id')} AS site_status`;
 
 export interface ServiceTokenRecord {
   id: string;
@@ -13,14 +13,25 @@ export interface ServiceTokenRecord {
   site_status: string | null;
 }
 
+/** The client id is another account's (a token, an OAuth client or a site registration of it). */
+export class ClientIdTaken extends Error {}
+
+/**
+ * A new service token for a site client of an account. A client id belongs to one account:
+ * credentials of two accounts under one client id would share what is keyed by it (the
+ * site's status, its primary collection).
+ */
 export async function insertServiceToken(db: Queryable, token: { accountId: string; clientId: string; hash: Buffer }): Promise<{ id: string }> {
   const id = newId('stok');
-  await db.query('INSERT INTO service_tokens (id, account_id, client_id, token_hash) VALUES ($1, $2, $3, $4)', [
-    id,
-    token.accountId,
-    token.clientId,
-    token.hash,
-  ]);
+  const { rowCount } = await db.query(
+    `INSERT INTO service_tokens (id, account_id, client_id, token_hash)
+       SELECT $1, $2, $3, $4
+        WHERE NOT EXISTS (SELECT 1 FROM service_tokens WHERE client_id = $3 AND account_id <> $2)
+          AND NOT EXISTS (SELECT 1 FROM site_clients WHERE client_id = $3 AND account_id <> $2)
+          AND NOT EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = $3 AND account_id <> $2)`,
+    [id, token.accountId, token.clientId, token.hash],
+  );
+  if (rowCount !== 1) throw new ClientIdTaken(`client id ${token.clientId} belongs to another account`);
   return { id };
 }
 

@@ -13,6 +13,9 @@ export interface RegistrationResult {
 /** The registration cannot be made (the route answers 409 with this message). */
 export class SiteRegistrationConflict extends Error {}
 
+/** The site is revoked or suspended: no client may register it (the route answers 403 with this message). */
+export class SiteRegistrationRefused extends Error {}
+
 /**
  * Registers or updates the site of the calling client (`clientId`, in `accountId`):
  * 1. the client already has a site → update it in place (409 if another account first
@@ -20,6 +23,8 @@ export class SiteRegistrationConflict extends Error {}
  * 2. else a site of the account already has this site_url → the site reconnected with a
  *    new client: it moves to the new client_id, keeping its site_id and secret;
  * 3. else → a new site with a fresh site_id and secret.
+ * A revoked or suspended site is refused in 1 and 2 (403): a new client of the account must
+ * not get the secret of a site an operator turned off, nor move it to itself.
  * Omitted `project_id` and `site_info` keep the stored values; `display_name` defaults to
  * the site_url.
  */
@@ -42,6 +47,9 @@ export async function registerSite(
       throw new SiteRegistrationConflict('site_url is already registered by another site of this account');
     }
     const target = existing ?? urlOwner;
+    if (target && target.status !== 'active') {
+      throw new SiteRegistrationRefused(target.status === 'revoked' ? 'this site was revoked by an operator and cannot be registered again' : 'this site is suspended by an operator');
+    }
     const write = (current?: SiteRow): SiteWrite => ({
       clientId: caller.clientId,
       projectId: input.project_id === undefined ? (current?.project_id ?? null) : input.project_id,

@@ -52,10 +52,13 @@ export async function attachClientToSite(db: Queryable, clientId: string, siteId
 
 /**
  * SQL for the status of the site a client speaks for (null when it has none), given the SQL
- * naming the client id. Credentials of a site's earlier clients follow it too.
+ * naming the credential's client id and account. Credentials of a site's earlier clients
+ * follow it too. Only the client's own account's site counts: another account may hold a
+ * credential of the same client id (refused at registration, 409) and no site of one
+ * account may turn off another's credentials.
  */
-export const siteStatusOfClient = (clientIdSql: string): string =>
-  `(SELECT s.status FROM site_clients c JOIN sites s ON s.site_id = c.site_id WHERE c.client_id = ${clientIdSql})`;
+export const siteStatusOfClient = (clientIdSql: string, accountIdSql: string): string =>
+  `(SELECT s.status FROM site_clients c JOIN sites s ON s.site_id = c.site_id WHERE c.client_id = ${clientIdSql} AND c.account_id = ${accountIdSql})`;
 
 export async function findSiteByClientId(db: Queryable, clientId: string): Promise<SiteRow | undefined> {
   const { rows } = await db.query<SiteRow>(`SELECT ${COLUMNS} FROM sites WHERE client_id = $1`, [clientId]);
@@ -100,9 +103,20 @@ export async function updateSite(db: Queryable, siteId: string, site: SiteWrite)
   return rows[0]!;
 }
 
-export async function setSiteStatus(db: Queryable, siteId: string, status: SiteStatus): Promise<boolean> {
-  const { rowCount } = await db.query('UPDATE sites SET status = $2, updated_at = now() WHERE site_id = $1', [siteId, status]);
-  return rowCount === 1;
+/**
+ * Sets a site's status (an operator action). Revoking is final: a revoked site keeps that
+ * status (`'revoked'` is returned for any other change asked of it); suspending is the
+ * status to lift later.
+ */
+export async function setSiteStatus(db: Queryable, siteId: string, status: SiteStatus): Promise<'updated' | 'not_found' | 'revoked'> {
+  const { rows } = await db.query<{ before: SiteStatus; updated: boolean }>(
+    `WITH before AS (SELECT status FROM sites WHERE site_id = $1),
+          changed AS (UPDATE sites SET status = $2, updated_at = now() WHERE site_id = $1 AND (status <> 'revoked' OR $2 = 'revoked') RETURNING 1)
+     SELECT (SELECT status FROM before) AS before, EXISTS (SELECT 1 FROM changed) AS updated`,
+    [siteId, status],
+  );
+  const { before, updated } = rows[0]!;
+  return updated ? 'updated' : before === null ? 'not_found' : 'revoked';
 }
 
 /** The per-site switch "asynchronous execution enabled" (the console's; the spec shows no API for it). */

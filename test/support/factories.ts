@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { uniqueId } from './config';
 import { createAccount, createProject } from '../../src/store/accounts';
 import { issueApiKey, issueServiceToken, type NewApiKey } from '../../src/auth/provisioning';
 import { grantCredits, NANO_PER_CREDIT } from '../../src/billing/credits';
@@ -32,7 +33,8 @@ export async function createSiblingProject(db: Pool, accountId: string): Promise
   return (await createProject(db, accountId, 'sibling project')).id;
 }
 
-export async function createServiceToken(db: Pool, accountId: string, clientId = 'client-test'): Promise<string> {
+/** A service token of the account; its client id is new unless given (a client id belongs to one account). */
+export async function createServiceToken(db: Pool, accountId: string, clientId = uniqueId('client-')): Promise<string> {
   return (await issueServiceToken(db, accountId, clientId)).token;
 }
 

@@ -3,7 +3,7 @@ import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
 import { requireProjectAccess } from '../../auth/tenancy';
 import { SITE_REGISTRATION_BODY_LIMIT_BYTES, SiteRegistrationSchema } from '../../domain/sites';
-import { registerSite, SiteRegistrationConflict } from '../../store/site-registration';
+import { registerSite, SiteRegistrationConflict, SiteRegistrationRefused } from '../../store/site-registration';
 import { badRequest, conflict, forbidden } from '../errors';
 import { sitePrivateAddressesAllowed } from '../../config';
 import { namesNonPublicHost } from '../../net/public-address';
@@ -34,7 +34,8 @@ export function sitesRouter(deps: Deps): Router<AppState, AppContext> {
       if (!principal.clientId) throw forbidden('the credential does not identify a site client');
       if (input.project_id) await requireProjectAccess(deps.db, principal, input.project_id);
       const { site, created } = await registerSite(deps.db, deps.config.GATEWAY_SECRET, { accountId: principal.accountId, clientId: principal.clientId }, input).catch((error: unknown) => {
-        throw error instanceof SiteRegistrationConflict ? conflict(error.message) : error;
+        if (error instanceof SiteRegistrationConflict) throw conflict(error.message);
+        throw error instanceof SiteRegistrationRefused ? forbidden(error.message) : error;
       });
       ctx.status = created ? 201 : 200;
       ctx.set('Cache-Control', 'no-store'); // the body carries the site secret

@@ -1,4 +1,5 @@
 import { startApi, type TestApi } from '../../support/harness';
+import { uniqueId } from '../../support/config';
 import { createKey, createServiceToken, createTenant } from '../../support/factories';
 import { apiClient, createAgent, createSession, PLAIN_MODEL, tenantWithAgent } from './support';
 
@@ -89,11 +90,12 @@ describe('POST /v1/sessions', () => {
     const outsider = apiClient(api, (await createTenant(api.deps.db)).key);
     expect((await outsider.post('/v1/sessions', { agent: agent.id })).status).toBe(404);
     expect((await outsider.post('/v1/sessions', { agent: 'agent_absent' })).status).toBe(404);
-    const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId, 'client-sessions'));
+    const clientId = uniqueId('client-sessions-');
+    const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId, clientId));
     const session = await site.post('/v1/sessions', { agent: agent.id });
     expect(session.status).toBe(201);
     const { rows } = await api.deps.db.query('SELECT client_id, project_id FROM sessions WHERE id = $1', [session.body.id]);
-    expect(rows[0]).toEqual({ client_id: 'client-sessions', project_id: tenant.projectId });
+    expect(rows[0]).toEqual({ client_id: clientId, project_id: tenant.projectId });
   });
 
   test('owner_id is immutable: PATCH refuses it with 400 whatever the value, and changes nothing else in that request', async () => {

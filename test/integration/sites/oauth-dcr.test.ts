@@ -101,13 +101,15 @@ describe('OAuth Dynamic Client Registration → token → POST /v1/sites', () =>
     const site = await json(
       await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: `https://${uniqueId('s')}.example.com` }) }),
     );
-    for (const status of ['suspended', 'revoked']) {
-      await setSiteStatus(api.deps.db, site.site_id, status as 'suspended' | 'revoked');
+    const refusedWhile = async (status: 'suspended' | 'revoked') => {
+      await setSiteStatus(api.deps.db, site.site_id, status);
       const refused = await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret));
       expect([refused.status, await json(refused)]).toEqual([400, { error: 'unauthorized_client', error_description: `the site this client registered is ${status}` }]);
-    }
+    };
+    await refusedWhile('suspended');
     await setSiteStatus(api.deps.db, site.site_id, 'active');
     expect((await tokenRequest({ grant_type: 'client_credentials' }, basic(client.client_id, client.client_secret))).status).toBe(200);
+    await refusedWhile('revoked'); // for good: a revoked site is not activated again
   });
 
   test('client_secret_post clients authenticate in the body', async () => {

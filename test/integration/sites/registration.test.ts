@@ -3,6 +3,8 @@ import { uniqueId } from '../../support/config';
 import { bearer, createServiceToken, postStreamed, createSiblingProject, createTenant, json, type Tenant } from '../../support/factories';
 import { decryptSiteSecret } from '../../../src/domain/site-secret';
 import { setSiteStatus } from '../../../src/store/sites';
+import { generateServiceToken } from '../../../src/auth/tokens';
+import { hashSecret } from '../../../src/auth/api-keys';
 
 let api: TestApi;
 let tenant: Tenant;
@@ -16,6 +18,16 @@ const register = (token: string, body: unknown) =>
   fetch(`${api.url}/v1/sites`, { method: 'POST', headers: bearer(token), body: typeof body === 'string' ? body : JSON.stringify(body) });
 
 const siteUrl = () => `https://${uniqueId('site')}.example.com`;
+
+/**
+ * A token of another account under a client id that is already taken: issued before client ids
+ * were bound to one account (issuing one now is refused), written straight to the table.
+ */
+async function legacyServiceToken(accountId: string, clientId: string): Promise<string> {
+  const token = generateServiceToken();
+  await api.deps.db.query('INSERT INTO service_tokens (id, account_id, client_id, token_hash) VALUES ($1, $2, $3, $4)', [uniqueId('stok_'), accountId, clientId, hashSecret(token)]);
+  return token;
+}
 
 async function siteToken(accountId = tenant.accountId): Promise<{ token: string; clientId: string }> {
   const clientId = uniqueId('client-');
@@ -41,19 +53,63 @@ describe("a site's credentials follow its registration status", () => {
     expect((await register(token, { site_url: siteUrl() })).status).toBe(401);
   });
 
-  test("a revoked site that reconnects under a new client: the earlier client's token stays refused and cannot register anew", async () => {
+  test.each(['revoked', 'suspended'] as const)('a %s site cannot be reconnected by a new client of the account: 403, no secret, the site unchanged', async (status) => {
     const first = await siteToken();
     const url = siteUrl();
     const site = await json(await register(first.token, { site_url: url, project_id: tenant.projectId }));
-    await setSiteStatus(api.deps.db, site.site_id, 'revoked');
+    await setSiteStatus(api.deps.db, site.site_id, status);
     const second = await siteToken();
-    const moved = await register(second.token, { site_url: url });
-    expect(moved.status).toBe(200);
-    expect(await json(moved)).toMatchObject({ site_id: site.site_id, client_id: second.clientId, status: 'revoked' });
-    for (const token of [first.token, second.token]) {
-      expect((await fetch(`${api.url}/v1/agents?project_id=${tenant.projectId}`, { headers: bearer(token) })).status).toBe(401);
-    }
-    expect((await register(first.token, { site_url: siteUrl() })).status).toBe(401);
+    const refused = await register(second.token, { site_url: url });
+    expect(refused.status).toBe(403);
+    const body = await json(refused);
+    expect(body.error.type).toBe('permission_error');
+    expect(JSON.stringify(body)).not.toContain(site.site_hmac_secret);
+    const { rows } = await api.deps.db.query('SELECT client_id, status FROM sites WHERE site_id = $1', [site.site_id]);
+    expect(rows[0]).toEqual({ client_id: first.clientId, status });
+    // The new client is free to register a site of its own.
+    expect((await register(second.token, { site_url: siteUrl() })).status).toBe(201);
+  });
+
+  test('revoking is final: a revoked site is not activated or suspended again; a suspended one is activated', async () => {
+    const { token } = await siteToken();
+    const site = await json(await register(token, { site_url: siteUrl() }));
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'suspended')).toBe('updated');
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'active')).toBe('updated');
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'revoked')).toBe('updated');
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'active')).toBe('revoked');
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'suspended')).toBe('revoked');
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'revoked')).toBe('updated');
+    expect(await setSiteStatus(api.deps.db, 'site_absent', 'active')).toBe('not_found');
+    const { rows } = await api.deps.db.query('SELECT status FROM sites WHERE site_id = $1', [site.site_id]);
+    expect(rows[0].status).toBe('revoked');
+    expect((await register(token, { site_url: siteUrl() })).status).toBe(401);
+  });
+
+  test("a site's status never reaches another account's credential of the same client id", async () => {
+    const other = await createTenant(api.deps.db);
+    const { token, clientId } = await siteToken();
+    const site = await json(await register(token, { site_url: siteUrl() }));
+    const theirs = await legacyServiceToken(other.accountId, clientId);
+    const agents = () => fetch(`${api.url}/v1/agents?project_id=${other.projectId}`, { headers: bearer(theirs) });
+    expect((await agents()).status).toBe(200);
+    await setSiteStatus(api.deps.db, site.site_id, 'suspended');
+    expect((await agents()).status).toBe(200);
+    await setSiteStatus(api.deps.db, site.site_id, 'revoked');
+    expect((await agents()).status).toBe(200);
+  });
+});
+
+describe('a client id belongs to one account', () => {
+  test.each([
+    ['holds a service token of it', async (clientId: string) => void (await createServiceToken(api.deps.db, tenant.accountId, clientId))],
+    ['registered a site with it', async (clientId: string) => void (await register(await createServiceToken(api.deps.db, tenant.accountId, clientId), { site_url: siteUrl() }))],
+  ])('no service token of a client id is issued to another account once one account %s', async (_, claim) => {
+    const other = await createTenant(api.deps.db);
+    const clientId = uniqueId('claimed-');
+    await claim(clientId);
+    await expect(createServiceToken(api.deps.db, other.accountId, clientId)).rejects.toThrow(`client id ${clientId} belongs to another account`);
+    // The owning account gets more.
+    await expect(createServiceToken(api.deps.db, tenant.accountId, clientId)).resolves.toMatch(/^sst_/);
   });
 });
 
@@ -127,7 +183,7 @@ describe('POST /v1/sites: conflicts', () => {
     const other = await createTenant(api.deps.db);
     const clientId = uniqueId('shared-client-');
     const mine = await createServiceToken(api.deps.db, tenant.accountId, clientId);
-    const theirs = await createServiceToken(api.deps.db, other.accountId, clientId);
+    const theirs = await legacyServiceToken(other.accountId, clientId);
     expect((await register(mine, { site_url: siteUrl() })).status).toBe(201);
     const response = await register(theirs, { site_url: siteUrl() });
     expect(response.status).toBe(409);
@@ -141,7 +197,7 @@ describe('POST /v1/sites: conflicts', () => {
     expect((await register(await createServiceToken(api.deps.db, tenant.accountId, first), { site_url: url })).status).toBe(201);
     // The site reconnects with a new client: the sites row now names that one.
     expect((await register((await siteToken()).token, { site_url: url })).status).toBe(200);
-    const response = await register(await createServiceToken(api.deps.db, other.accountId, first), { site_url: siteUrl() });
+    const response = await register(await legacyServiceToken(other.accountId, first), { site_url: siteUrl() });
     expect(response.status).toBe(409);
     expect((await json(response)).error.type).toBe('conflict_error');
   });
