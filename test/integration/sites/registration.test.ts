@@ -70,6 +70,19 @@ describe("a site's credentials follow its registration status", () => {
     expect((await register(second.token, { site_url: siteUrl() })).status).toBe(201);
   });
 
+  test("a site that reconnected under a new client, then revoked: its earlier client's token is refused too", async () => {
+    const first = await siteToken();
+    const url = siteUrl();
+    const site = await json(await register(first.token, { site_url: url, project_id: tenant.projectId }));
+    const second = await siteToken();
+    expect(await json(await register(second.token, { site_url: url }))).toMatchObject({ site_id: site.site_id, client_id: second.clientId });
+    await setSiteStatus(api.deps.db, site.site_id, 'revoked');
+    for (const token of [first.token, second.token]) {
+      expect((await fetch(`${api.url}/v1/agents?project_id=${tenant.projectId}`, { headers: bearer(token) })).status).toBe(401);
+      expect((await register(token, { site_url: siteUrl() })).status).toBe(401);
+    }
+  });
+
   test('revoking is final: a revoked site is not activated or suspended again; a suspended one is activated', async () => {
     const { token } = await siteToken();
     const site = await json(await register(token, { site_url: siteUrl() }));
