@@ -20,14 +20,12 @@ export interface TextPart {
   refusal?: true;
   /** Anthropic's citations of the text (web search results, documents), relayed on /v1/messages. */
   citations?: Array<Record<string, unknown>>;
-  /** Web pages the text cites, from any provider's web search; the chat shape's `annotations`. */
-  url_citations?: UrlCitation[];
 }
 
 /**
- * A web page a span of answer text cites. `start`/`end` are UTF-16 offsets (JavaScript
- * string indices, as OpenAI's `start_index`/`end_index`): into the text part that carries it,
- * or, streamed, into the answer's text so far.
+ * A web page a span of the answer's text cites (any provider's web search; the chat shape's
+ * `annotations`). `start`/`end` are UTF-16 offsets (JavaScript string indices, as OpenAI's
+ * `start_index`/`end_index`) into the answer's text: its text parts but refusals, joined.
  */
 export interface UrlCitation {
   url: string;
@@ -195,6 +193,8 @@ export interface UnifiedResult {
   /** The stop sequence that ended the output, when the provider says. */
   stop_sequence: string | null;
   usage: Usage;
+  /** The web pages the answer's text cites, when it searched. */
+  url_citations?: UrlCitation[];
 }
 
 /**
@@ -210,7 +210,7 @@ export type StreamPart =
   | { type: 'text-citation'; citation: Record<string, unknown> }
   /** Anthropic began a new text block (its blocks carry their own citations): /v1/messages keeps them apart. */
   | { type: 'text-block-start'; cited: boolean }
-  /** A web page cited by a span of the text streamed so far (offsets into all its text-deltas but refusals). */
+  /** A web page cited by a span of the answer's text (offsets into its text-deltas but refusals, joined). */
   | { type: 'url-citation'; citation: UrlCitation }
   | { type: 'reasoning-delta'; delta: string }
   | { type: 'reasoning-signature'; signature: string }

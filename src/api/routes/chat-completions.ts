@@ -37,7 +37,7 @@ export function chatCompletionsRouter(deps: Deps, options: GatewayOptions = {}):
       if (violation) throw badRequest(`${violation.param}: ${violation.message}`, violation.param);
       const request = chatToUnified(body, model);
       await gateway.admit(ctx, request);
-      await gateway.relay(ctx, request, model, body.stream === true, {
+      await gateway.relay(ctx, request, body.stream === true, {
         json: (result) => unifiedToChat(result, model.id),
         sse() {
           const chunker = createChatChunker(model.id, body.stream_options?.include_usage === true);

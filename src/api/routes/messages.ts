@@ -62,7 +62,7 @@ export function messagesRouter(deps: Deps, options: GatewayOptions = {}): Router
       for (const name of FORWARDED_HEADERS) if (ctx.get(name)) headers[name] = ctx.get(name);
       const request = messagesToUnified(body, model, headers);
       await gateway.admit(ctx, request);
-      await gateway.relay(ctx, request, model, body.stream === true, {
+      await gateway.relay(ctx, request, body.stream === true, {
         json: (result) => unifiedToMessages(result, true),
         sse: () => ({ encode: createMessagesEventWriter(true), encodeError: (error) => nativeErrorEvent(ctx, error) }),
       });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { mapAnthropicStopReason } from '../finish-reason';
-import type { ResultPart, TextPart, UnifiedResult, Usage } from '../types';
-import { fromAnthropicCitations } from '../url-citations';
+import type { ResultPart, UnifiedResult, UrlCitation, Usage } from '../types';
+import { fromAnthropicCitations, withCitations } from '../url-citations';
 
 export const AnthropicUsageSchema = z.object({
   input_tokens: z.number().nullish(),
@@ -44,7 +44,7 @@ function billedExtras(usage: z.infer<typeof AnthropicUsageSchema> | null | undef
 export function fromAnthropicBlock(block: Record<string, unknown>): ResultPart {
   switch (block.type) {
     case 'text':
-      return citedText(String(block.text ?? ''), Array.isArray(block.citations) ? (block.citations as Array<Record<string, unknown>>) : []);
+      return { type: 'text', text: String(block.text ?? ''), ...(Array.isArray(block.citations) && block.citations.length > 0 ? { citations: block.citations as Array<Record<string, unknown>> } : {}) };
     case 'thinking':
       return { type: 'reasoning', text: String(block.thinking ?? ''), ...(typeof block.signature === 'string' ? { signature: block.signature } : {}) };
     case 'redacted_thinking':
@@ -57,19 +57,25 @@ export function fromAnthropicBlock(block: Record<string, unknown>): ResultPart {
 }
 
 export function fromAnthropicResponse(body: z.infer<typeof AnthropicResponseSchema>, fallbackModel: string): UnifiedResult {
+  const content = body.content.map(fromAnthropicBlock);
   return {
     id: body.id,
     model: body.model ?? fallbackModel,
-    content: body.content.map(fromAnthropicBlock),
+    content,
+    ...withCitations(pagesCited(content)),
     finish_reason: mapAnthropicStopReason(body.stop_reason),
     stop_sequence: body.stop_sequence ?? null,
     usage: convertAnthropicUsage(body.usage),
   };
 }
 
-/** A text block and what it cites: as Anthropic says (/v1/messages) and as web pages (the chat shape). */
-function citedText(text: string, citations: Array<Record<string, unknown>>): TextPart {
-  if (citations.length === 0) return { type: 'text', text };
-  const urls = fromAnthropicCitations(citations, 0, text.length);
-  return { type: 'text', text, citations, ...(urls.length > 0 ? { url_citations: urls } : {}) };
+/** The web pages the answer's text blocks cite, each spanning its block in the joined text. */
+function pagesCited(content: ResultPart[]): UrlCitation[] {
+  let offset = 0;
+  return content.flatMap((part) => {
+    if (part.type !== 'text') return [];
+    const start = offset;
+    offset += part.text.length;
+    return fromAnthropicCitations(part.citations ?? [], start, offset);
+  });
 }

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { mapGoogleFinishReason } from '../finish-reason';
-import type { ResultPart, TextPart, UnifiedResult, Usage } from '../types';
-import { citationsPerPart, fromGoogleGrounding, GoogleGroundingSchema } from '../url-citations';
+import type { ResultPart, UnifiedResult, Usage } from '../types';
+import { fromGroundingSupports, GoogleGroundingSchema, groundingSupports, withCitations } from '../url-citations';
 
 export const GoogleUsageSchema = z
   .object({
@@ -75,10 +75,8 @@ export function fromGooglePart(part: z.infer<typeof GooglePartSchema>): ResultPa
 
 export function fromGoogleResponse(body: z.infer<typeof GoogleResponseSchema>, fallbackModel: string): UnifiedResult {
   const candidate = body.candidates?.[0];
-  const content = withGroundingCitations(
-    (candidate?.content?.parts ?? []).map(fromGooglePart).filter((part): part is ResultPart => part !== undefined),
-    candidate?.groundingMetadata,
-  );
+  const parts = (candidate?.content?.parts ?? []).map(fromGooglePart);
+  const content = parts.filter((part): part is ResultPart => part !== undefined);
   const blocked = !candidate && body.promptFeedback?.blockReason;
   return {
     id: body.responseId ?? `gen-${randomBytes(8).toString('hex')}`,
@@ -89,17 +87,22 @@ export function fromGoogleResponse(body: z.infer<typeof GoogleResponseSchema>, f
       : mapGoogleFinishReason(candidate?.finishReason, content.some((part) => part.type === 'tool-call')),
     stop_sequence: null,
     usage: withGrounding(convertGoogleUsage(body.usageMetadata), groundedWithSearch(candidate)),
+    ...withCitations(pagesCited(parts, candidate?.groundingMetadata)),
   };
 }
 
-/** The web pages a grounded answer cites, on the text parts whose spans they support. */
-function withGroundingCitations(content: ResultPart[], grounding: z.infer<typeof GoogleGroundingSchema>): ResultPart[] {
-  const texts = content.filter((part): part is TextPart => part.type === 'text');
-  const citations = fromGoogleGrounding(grounding, texts.map((part) => part.text).join(''));
-  if (citations.length === 0) return content;
-  const perPart = new Map(citationsPerPart(texts.map((part) => part.text), citations).map((cited, i) => [texts[i]!, cited]));
-  return content.map((part) => {
-    const cited = part.type === 'text' ? perPart.get(part) : undefined;
-    return cited && cited.length > 0 ? { ...part, url_citations: cited } : part;
-  });
+/**
+ * The web pages a grounded answer cites. A segment counts its bytes within the part its
+ * `partIndex` names (thoughts and calls are parts too): that part's start in the answer text.
+ */
+function pagesCited(parts: Array<ResultPart | undefined>, grounding: z.infer<typeof GoogleGroundingSchema>) {
+  const supports = groundingSupports(grounding);
+  if (supports.length === 0) return [];
+  const startBytes: number[] = [];
+  let text = '';
+  for (const part of parts) {
+    startBytes.push(Buffer.byteLength(text));
+    if (part?.type === 'text') text += part.text;
+  }
+  return fromGroundingSupports(supports, text, (partIndex) => startBytes[partIndex] ?? Buffer.byteLength(text));
 }

@@ -3,10 +3,10 @@ import { mapGoogleFinishReason } from '../finish-reason';
 import { safeJson } from '../openai/stream';
 import { decodeSse } from '../sse';
 import { partialUsage } from '../tokens';
-import { emptyUsage, type StreamPart, type UnifiedRequest, type UrlCitation, type Usage } from '../types';
+import { emptyUsage, type StreamPart, type UnifiedRequest, type Usage } from '../types';
 import { GoogleResponseSchema, convertGoogleUsage, fromGooglePart, groundedWithSearch, newToolCallId, withGrounding } from './response';
 import { redactCredentials } from '../redact';
-import { fromGoogleGrounding } from '../url-citations';
+import { fromGroundingSupports, groundingSupports, type GroundingSupport } from '../url-citations';
 
 /** Gemini SSE (`alt=sse`) → stream parts. The stream has no end marker: a finish reason is its end. */
 export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, request: UnifiedRequest): AsyncGenerator<StreamPart> {
@@ -19,7 +19,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
   let grounded = false;
   let producedChars = 0;
   let text = ''; // the answer's text so far: grounding segments are offsets into it
-  const citations = new Map<string, UrlCitation>();
+  const supports: GroundingSupport[] = [];
   try {
     for await (const sse of decodeSse(chunks)) {
       const json = safeJson(sse.data) as { error?: unknown } | undefined;
@@ -57,15 +57,15 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
           yield part;
         }
       }
-      // A chunk's grounding indexes its own sources and the text so far; kept once each, whether
-      // chunks carry new supports or repeat earlier ones.
-      for (const citation of fromGoogleGrounding(candidate?.groundingMetadata, text)) citations.set(JSON.stringify(citation), citation);
+      // A chunk's grounding indexes its own sources; its segments are read against the whole
+      // answer once it is in (streamed parts are pieces of the answer, so no partIndex applies).
+      supports.push(...groundingSupports(candidate?.groundingMetadata).map(({ partIndex: _, ...support }) => support));
       if (candidate?.finishReason) finishRaw = candidate.finishReason;
       if (!candidate && chunk.promptFeedback?.blockReason) finishRaw = chunk.promptFeedback.blockReason;
     }
     if (finishRaw === undefined) throw new UpstreamConnectionError('the google stream ended without a finish reason', { provider, model, retryable: true });
     if (!started) yield { type: 'stream-start', id: 'gen-unknown', model: request.model.name };
-    for (const citation of citations.values()) yield { type: 'url-citation', citation };
+    for (const citation of fromGroundingSupports(supports, text)) yield { type: 'url-citation', citation };
     yield {
       type: 'finish',
       finish_reason: mapGoogleFinishReason(finishRaw, sawToolCall),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { mapOpenAIFinishReason } from '../finish-reason';
 import type { ResultPart, UnifiedRequest, UnifiedResult, Usage } from '../types';
 import { parseToolInput } from '../tool-input';
-import { fromOpenAIAnnotations, OpenAIAnnotationsSchema } from '../url-citations';
+import { fromOpenAIAnnotations, OpenAIAnnotationsSchema, withCitations } from '../url-citations';
 
 // Only the fields we read; OpenAI-compatible servers omit many of them.
 export const OpenAIUsageSchema = z
@@ -63,10 +63,7 @@ export function fromOpenAIResponse(body: z.infer<typeof OpenAIResponseSchema>, f
   const content: ResultPart[] = [];
   const reasoning = choice?.message.reasoning_content ?? choice?.message.reasoning;
   if (reasoning) content.push({ type: 'reasoning', text: reasoning });
-  if (choice?.message.content) {
-    const citations = fromOpenAIAnnotations(choice.message.annotations);
-    content.push({ type: 'text', text: choice.message.content, ...(citations.length > 0 ? { url_citations: citations } : {}) });
-  }
+  if (choice?.message.content) content.push({ type: 'text', text: choice.message.content });
   if (choice?.message.refusal) content.push({ type: 'text', text: choice.message.refusal, refusal: true });
   for (const [index, call] of (choice?.message.tool_calls ?? []).entries()) {
     content.push({ type: 'tool-call', id: call.id ?? `call_${index}`, name: call.function.name, input: parseToolInput(call.function.arguments ?? '') });
@@ -78,5 +75,6 @@ export function fromOpenAIResponse(body: z.infer<typeof OpenAIResponseSchema>, f
     finish_reason: mapOpenAIFinishReason(choice?.finish_reason),
     stop_sequence: null,
     usage: convertOpenAIUsage(body.usage),
+    ...withCitations(fromOpenAIAnnotations(choice?.message.annotations)),
   };
 }

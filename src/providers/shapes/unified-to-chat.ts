@@ -23,17 +23,6 @@ const signatureOf = (part: { signature?: string }) => (part.signature ? { extra_
 /** A cited web page as OpenAI's `url_citation` annotation (offsets into the message's `content`). */
 const annotation = ({ url, title, start, end }: UrlCitation) => ({ type: 'url_citation' as const, url_citation: { start_index: start, end_index: end, url, title: title ?? '' } });
 
-/** The web pages the answer's text parts cite, as annotations with offsets into the joined text. */
-function annotationsOf(result: UnifiedResult) {
-  let offset = 0;
-  return result.content.flatMap((part) => {
-    if (part.type !== 'text' || part.refusal) return [];
-    const cited = (part.url_citations ?? []).map((citation) => annotation({ ...citation, start: citation.start + offset, end: citation.end + offset }));
-    offset += part.text.length;
-    return cited;
-  });
-}
-
 const chatId = (upstreamId: string): string => (upstreamId.startsWith('chatcmpl-') ? upstreamId : `chatcmpl-${upstreamId}`);
 
 /** Hub result → chat completion object. `model` is the public id the caller asked for. */
@@ -41,7 +30,7 @@ export function unifiedToChat(result: UnifiedResult, model: string, created = Ma
   const text = result.content.flatMap((part) => (part.type === 'text' && !part.refusal ? [part.text] : [])).join('');
   const refusal = result.content.flatMap((part) => (part.type === 'text' && part.refusal ? [part.text] : [])).join('');
   const reasoning = result.content.flatMap((part) => (part.type === 'reasoning' ? [part.text] : [])).join('');
-  const annotations = annotationsOf(result);
+  const annotations = (result.url_citations ?? []).map(annotation);
   const toolCalls = result.content.flatMap((part) =>
     part.type === 'tool-call' ? [{ id: part.id, type: 'function' as const, function: { name: part.name, arguments: JSON.stringify(part.input) }, ...signatureOf(part) }] : [],
   );

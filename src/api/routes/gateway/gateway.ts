@@ -55,7 +55,7 @@ export interface Gateway {
    * Calls the model for an admitted request and answers in the route's shape, streamed or
    * not: an upstream failure before the first byte is relayed as such; usage is metered.
    */
-  relay(ctx: AppContext, request: UnifiedRequest, model: ModelRecord, stream: boolean, shape: ChatShape): Promise<void>;
+  relay(ctx: AppContext, request: UnifiedRequest, stream: boolean, shape: ChatShape): Promise<void>;
 }
 
 export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway {
@@ -116,7 +116,7 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
     clientSignal,
     meterRow,
     generate,
-    async relay(ctx, request, model, stream, shape) {
+    async relay(ctx, request, stream, shape) {
       if (!stream) {
         const result = await generate(ctx, request, 'chat');
         if (result) ctx.body = shape.json(result);
@@ -128,7 +128,7 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
       } catch (error) {
         return relayUpstreamFailure(ctx, error);
       }
-      await meter(ctx, model, await writeSse(ctx, parts, shape.sse(), request));
+      await meter(ctx, request.model, await writeSse(ctx, parts, shape.sse(), request));
     },
   };
 }
