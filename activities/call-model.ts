@@ -1,4 +1,5 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { withoutNul } from '../src/domain/storable-text';
 import type { Deps } from '../src/deps';
 import {
   anthropicMaxTokens,
@@ -143,6 +144,12 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       // the one a provider applies when none is given included (Anthropic requires one).
       const cap = request.max_tokens ?? (model.provider === 'anthropic' ? anthropicMaxTokens(request) : undefined);
       if (cap !== undefined && promptTokens + cap > model.context_window) request.max_tokens = model.context_window - promptTokens;
+      /** A call whose output will not be in the log, billed by the run's close (activities/run-cycle.ts). */
+      const recordAttempt = (usage: RunUsage) => {
+        // Keyed by the scheduling too: attempt numbers start again when a reset schedules the turn anew.
+        const { activityId, attempt, workflowExecution } = Context.current().info;
+        return recordBrokenAttempt(deps.db, input.sessionId, input.runId, `${keyPrefix}:${workflowExecution?.runId ?? '-'}:${activityId}:attempt:${attempt}`, usage);
+      };
       let turn: Assembled;
       const started = Date.now();
       try {
@@ -153,11 +160,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         }
         // A call whose stream broke (or was cancelled) after the model produced output: the
         // provider bills it, so the run does, when it closes, whatever happens to it next.
-        if (error instanceof BrokenStream && error.produced) {
-          // Keyed by the scheduling too: attempt numbers start again when a reset schedules the turn anew.
-          const { activityId, attempt, workflowExecution } = Context.current().info;
-          await recordBrokenAttempt(deps.db, input.sessionId, input.runId, `${keyPrefix}:${workflowExecution?.runId ?? '-'}:${activityId}:attempt:${attempt}`, pricedUsage(model, error.usage));
-        }
+        if (error instanceof BrokenStream && error.produced) await recordAttempt(pricedUsage(model, error.usage));
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
         throw toRunFailure(error instanceof BrokenStream ? error.failure : error);
       }
@@ -168,52 +171,60 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const stop: TurnOutcome['stop'] =
         turn.toolCalls.length > 0 ? 'tool_use' : turn.finish === 'length' ? 'max_tokens' : turn.finish === 'context-window' ? 'model_context_window_exceeded' : 'end_turn';
 
-      await withTransaction(deps.db, async (client) => {
-        // Checked again under the lock: the run may have been closed while the model answered
-        // (its workflow was terminated, and the session's next execution closed it).
-        assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
-        const events = [];
-        const blocks: unknown[] = [];
-        if (turn.reasoning) blocks.push({ type: 'thought', text: turn.reasoning, extra_content: { gateway: { thinking_ms: turn.thinkingMs ?? 0 } } });
-        if (turn.text) {
-          const citations = distinctCitations(context.runCitations);
-          blocks.push({ type: 'text', text: turn.text, ...(citations.length > 0 ? { citations } : {}) });
-        }
-        if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });
-        if (turn.toolCalls.length > 0) {
-          // Gemini's thought signatures go back with their calls on later turns; kept internal.
-          const signatures = Object.fromEntries(turn.toolCalls.flatMap((call) => (call.signature ? [[call.id, call.signature]] : [])));
+      try {
+        await withTransaction(deps.db, async (client) => {
+          // Checked again under the lock: the run may have been closed while the model answered
+          // (its workflow was terminated, and the session's next execution closed it).
+          assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
+          const events = [];
+          const blocks: unknown[] = [];
+          if (turn.reasoning) blocks.push({ type: 'thought', text: turn.reasoning, extra_content: { gateway: { thinking_ms: turn.thinkingMs ?? 0 } } });
+          if (turn.text) {
+            const citations = distinctCitations(context.runCitations);
+            blocks.push({ type: 'text', text: turn.text, ...(citations.length > 0 ? { citations } : {}) });
+          }
+          if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });
+          if (turn.toolCalls.length > 0) {
+            // Gemini's thought signatures go back with their calls on later turns; kept internal.
+            const signatures = Object.fromEntries(turn.toolCalls.flatMap((call) => (call.signature ? [[call.id, call.signature]] : [])));
+            events.push({
+              type: 'agent.tool_use',
+              content: turn.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.input })),
+              ...(Object.keys(signatures).length > 0 ? { attributes: { _thought_signatures: signatures } } : {}),
+              run_id: input.runId,
+              idempotency_key: `${keyPrefix}:tool_use`,
+              processed: true,
+            });
+          }
           events.push({
-            type: 'agent.tool_use',
-            content: turn.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.input })),
-            ...(Object.keys(signatures).length > 0 ? { attributes: { _thought_signatures: signatures } } : {}),
+            type: 'session.turn_usage',
+            content: [
+              {
+                turn: input.turn,
+                model: model.id,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                cache_read_input_tokens: usage.cache_read_input_tokens,
+                cache_creation_input_tokens: usage.cache_creation_input_tokens,
+                reasoning_tokens: usage.reasoning_tokens,
+                total_tokens: totalTokens,
+                credits_nano: credits,
+              },
+            ],
+            attributes: { stop, context_tokens: totalTokens },
             run_id: input.runId,
-            idempotency_key: `${keyPrefix}:tool_use`,
+            idempotency_key: `${keyPrefix}:usage`,
             processed: true,
           });
-        }
-        events.push({
-          type: 'session.turn_usage',
-          content: [
-            {
-              turn: input.turn,
-              model: model.id,
-              input_tokens: usage.input_tokens,
-              output_tokens: usage.output_tokens,
-              cache_read_input_tokens: usage.cache_read_input_tokens,
-              cache_creation_input_tokens: usage.cache_creation_input_tokens,
-              reasoning_tokens: usage.reasoning_tokens,
-              total_tokens: totalTokens,
-              credits_nano: credits,
-            },
-          ],
-          attributes: { stop, context_tokens: totalTokens },
-          run_id: input.runId,
-          idempotency_key: `${keyPrefix}:usage`,
-          processed: true,
+          await appendEvents(client, input.sessionId, withoutNul(events));
         });
-        await appendEvents(client, input.sessionId, events);
-      });
+      } catch (error) {
+        // The provider answered (and bills the call) but the turn is not in the log: billed as an
+        // attempt, as a broken call is, before the activity fails (or is retried: a new call).
+        // (A database that refused the append may refuse this too: the original error is the one to report.)
+        await recordAttempt(usage).catch(() => undefined);
+        throw error;
+      }
       return classify(context.agent.tools ?? [], turn.toolCalls, stop, usage, totalTokens, conversation.loadedTools);
     },
   };

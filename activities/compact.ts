@@ -1,4 +1,5 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import { withoutNul } from '../src/domain/storable-text';
 import type { Deps } from '../src/deps';
 import { documentAsText, findModel, type ProviderRegistry } from '../src/providers';
 import { pricedUsage } from './priced-usage';
@@ -79,7 +80,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       await withTransaction(deps.db, async (client) => {
         // Checked again under the lock: the run may have been closed while the summaries ran.
         assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
-        await appendEvents(client, input.sessionId, [
+        await appendEvents(client, input.sessionId, withoutNul([
           {
             type: 'session.compaction',
             content: [{ type: 'text', text: summary }],
@@ -90,7 +91,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
             idempotency_key: `${keyPrefix}${throughSeq}`,
             processed: true,
           },
-        ]);
+        ]));
       });
       return fitsNow(deps, input.sessionId, usage);
     },

@@ -362,3 +362,41 @@ test('a turn that only thought before calling a tool: its agent.message is liste
   const page = (await call('GET', `/v1/sessions/${sessionId}/events?limit=2&after_id=${(await call('GET', `/v1/sessions/${sessionId}/events`)).body.data[1].id}`)).body;
   expect(page.data.map((e: { type: string }) => e.type)).toEqual(['agent.tool_use', 'session.turn_usage']);
 });
+
+test('a NUL the model writes (a tool input, a reply echoing a text document) is stored as U+FFFD; the run ends normally', async () => {
+  const sessionId = await newSession([{ type: 'echo', name: 'e' }]);
+  // The directive's JSON escape becomes a real U+0000 in the model's tool call (the client's text has none).
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:e {"message":"a\\u0000b"}]]' }] }])).status).toBe(200);
+  const events = await waitForClosing(sessionId);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  expect(events.find((e) => e.type === 'agent.tool_use')!.content[0].input).toEqual({ message: 'a\ufffdb' });
+  expect(JSON.stringify(events.find((e) => e.type === 'user.tool_result')!.content)).toContain('a\ufffdb');
+
+  const document = { type: 'document', source: { type: 'base64', media_type: 'text/plain', data: Buffer.from('ab\0cd').toString('base64') } };
+  expect((await send(sessionId, [{ type: 'user.message', content: [document, { type: 'text', text: 'read this' }] }])).status).toBe(200);
+  const after = await waitForClosing(sessionId, 2);
+  expect(after.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  // And the session keeps working.
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'still there?' }] }])).status).toBe(200);
+  expect((await waitForClosing(sessionId, 3)).at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+});
+
+test("a turn the model answered but the log refused is still billed: every attempt's call is in the run's closing usage", async () => {
+  const [failing, baseline] = [await newSession(), await newSession()];
+  // The database refuses this session's agent.message: each attempt of the turn calls the model, then fails.
+  const trigger = `refuse_${failing.toLowerCase()}`;
+  await env.api.deps.db.query(`CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`);
+  await env.api.deps.db.query(`CREATE TRIGGER ${trigger} BEFORE INSERT ON session_events FOR EACH ROW WHEN (NEW.session_id = '${failing}' AND NEW.type = 'agent.message') EXECUTE FUNCTION ${trigger}()`);
+  try {
+    const message = [{ type: 'user.message', content: [{ type: 'text', text: 'bill me anyway' }] }];
+    await send(baseline, message);
+    const oneCall = (await waitForClosing(baseline)).find((e) => e.type === 'session.turn_usage')!.content[0];
+    await send(failing, message);
+    const closing = (await waitForClosing(failing)).at(-1)!;
+    expect(closing).toMatchObject({ type: 'session.error' });
+    // The workflow's retry policy makes 4 attempts.
+    expect(closing.usage).toMatchObject({ output_tokens: 4 * oneCall.output_tokens, credits_nano: 4 * oneCall.credits_nano });
+  } finally {
+    await env.api.deps.db.query(`DROP TRIGGER ${trigger} ON session_events; DROP FUNCTION ${trigger}()`);
+  }
+});
