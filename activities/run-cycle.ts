@@ -252,21 +252,40 @@ export function createRunCycleActivities(deps: Deps) {
    * run's broken model calls (store/attempt-usage.ts; recorded under the session lock the
    * caller holds, so none can be added meanwhile). `brokenCalls`: whether there were any.
    */
-  async function unbilledUsage(client: PoolClient, sessionId: string, runId: string): Promise<{ usage: RunUsage; brokenCalls: boolean }> {
-    const { rows } = await client.query<{ type: string; usage: (RunUsage & Record<string, unknown>) | null }>({
-      name: 'unbilled_usage_v2',
-      text: `SELECT type, CASE WHEN type = 'session.compaction' THEN attributes->'_usage' ELSE content->0 END AS usage
+  async function unbilledUsage(client: PoolClient, sessionId: string, runId: string): Promise<{ usage: RunUsage; brokenCalls: boolean; calledTools: boolean }> {
+    const { rows } = await client.query<{ type: string; usage: (RunUsage & Record<string, unknown>) | null; stop: string | null }>({
+      name: 'unbilled_usage_v3',
+      text: `SELECT type, CASE WHEN type = 'session.compaction' THEN attributes->'_usage' ELSE content->0 END AS usage, attributes->>'stop' AS stop
                FROM session_events
               WHERE session_id = $1 AND run_id = $2 AND type IN ('session.turn_usage', 'session.compaction')
                 AND seq > COALESCE((SELECT max(seq) FROM session_events
                                      WHERE session_id = $1 AND run_id = $2 AND type IN ('session.status_idle', 'session.error')), 0)
              UNION ALL
-             SELECT 'broken_call', usage FROM run_attempt_usage WHERE run_id = $2`,
+             SELECT 'broken_call', usage, NULL FROM run_attempt_usage WHERE run_id = $2`,
       values: [sessionId, runId],
     });
     // A compaction's `_usage` and a broken call's usage are run usages already; a turn's block is read like a retried turn's.
     const usage = rows.reduce((sum, row) => addUsage(sum, row.type === 'session.turn_usage' ? turnUsageOf(row.usage ?? {}) : (row.usage ?? {})), zeroUsage());
-    return { usage, brokenCalls: rows.some((row) => row.type === 'broken_call') };
+    return { usage, brokenCalls: rows.some((row) => row.type === 'broken_call'), calledTools: rows.some((row) => row.type === 'session.turn_usage' && row.stop === 'tool_use') };
+  }
+
+  /**
+   * The run's tool calls the log holds no result for, oldest first: a run that ends with some
+   * (an interrupt that came while the turn asking for them was in flight: neither its server
+   * tools ran nor did it pause for its client tools) must answer them as cancelled.
+   */
+  async function unansweredCalls(client: PoolClient, sessionId: string, runId: string): Promise<string[]> {
+    const { rows } = await client.query<{ id: string }>({
+      name: 'unanswered_calls',
+      text: `SELECT call->>'id' AS id
+               FROM session_events e CROSS JOIN LATERAL jsonb_array_elements(e.content) AS call
+              WHERE e.session_id = $1 AND e.run_id = $2 AND e.type = 'agent.tool_use'
+                AND NOT EXISTS (SELECT 1 FROM session_events r CROSS JOIN LATERAL jsonb_array_elements(r.content) AS result
+                                 WHERE r.session_id = $1 AND r.type = 'user.tool_result' AND r.seq > e.seq AND result->>'tool_use_id' = call->>'id')
+              ORDER BY e.seq`,
+      values: [sessionId, runId],
+    });
+    return rows.map((row) => row.id);
   }
 
   /** The run's latest turn's total tokens (its `context_tokens`), 0 when it made no model request. */
@@ -307,7 +326,7 @@ export function createRunCycleActivities(deps: Deps) {
     // The cycle is billed for what the log holds: its turns and compactions (a turn an activity
     // recorded after its result stopped mattering to the workflow included), and the model calls
     // of this run whose stream broke after producing output (cleared below once billed).
-    const { usage: runUsage, brokenCalls } = await unbilledUsage(client, session.id, input.runId);
+    const { usage: runUsage, brokenCalls, calledTools } = await unbilledUsage(client, session.id, input.runId);
     // Event usage carries the spec's fields only; the rest is for the usage rows.
     const { reasoning_tokens: _reasoning, by_model: _byModel, ...usage } = runUsage;
     if (endRun || (toolCalls && input.endIfInterrupted)) {
@@ -323,7 +342,10 @@ export function createRunCycleActivities(deps: Deps) {
     // run's close) answers its outstanding client calls as cancelled, just before its closing event: the next run's
     // conversation must hold a result for every tool call before the messages that follow, and
     // a result sent later is refused (409) as for any cancelled call.
-    const outstanding = endRun ? (toolCalls && !input.endRun ? toolCalls.map((call) => call.id) : session.pending_tool_use_ids) : [];
+    // Also any call of the cycle's turns left without a result (the log says which: only read when a turn asked for tools).
+    const outstanding = endRun
+      ? [...new Set([...(toolCalls && !input.endRun ? toolCalls.map((call) => call.id) : session.pending_tool_use_ids), ...(calledTools ? await unansweredCalls(client, session.id, input.runId) : [])])]
+      : [];
     if (endRun) toolCalls = undefined;
     if (outstanding.length > 0) {
       await appendEvents(client, session.id, cancelledResults(outstanding, CANCELLED_BECAUSE.runEnded).map((event, i) => ({ ...event, run_id: input.runId, idempotency_key: `${key}:cancelled:${i}` })));

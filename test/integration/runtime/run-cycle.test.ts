@@ -178,6 +178,37 @@ test('a pause closing after its run was interrupted ends the run user_cancelled,
   expect(rows[0]).toEqual({ status: 'running', active_run_id: 'run_queued', pending_tool_use_ids: [], cancelled_tool_use_ids: ['toolu_1'] });
 });
 
+test("a run interrupted while the turn asking for tools was in flight: its calls the log holds no result for are cancelled before the closing event", async () => {
+  const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
+  await userMessage(sessionId, 'use the tools');
+  const run = (await activities.startRunCycle({ sessionId, cycleKey: 'u1', holding: null, execution: 'exec-A' })) as { runId: string };
+  // The turn answered before the cancellation reached it: it recorded its calls (a server tool that
+  // never ran, a client tool the run never paused for) and its usage, stopping for tool use.
+  await appendAsApi(sessionId, [
+    { type: 'agent.tool_use', content: [{ type: 'tool_use', id: 'toolu_server', name: 'e', input: {} }, { type: 'tool_use', id: 'toolu_client', name: 'ct', input: {} }], run_id: run.runId, processed: true },
+    {
+      type: 'session.turn_usage',
+      content: [{ turn: 1, model: 'openai/gpt-4o-mini', input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, reasoning_tokens: 0, total_tokens: 15, credits_nano: 1234 }],
+      attributes: { stop: 'tool_use', context_tokens: 15 },
+      run_id: run.runId,
+      idempotency_key: `${run.runId}:turn:1:usage`,
+      processed: true,
+    },
+  ]);
+  // The workflow, interrupted, ends the run without the turn's calls.
+  const finish = { sessionId, runId: run.runId, cycleKey: 'u1', contextTokens: 15, stopReason: 'user_cancelled' as const, endRun: true, claimCycleKey: 'u2', execution: 'exec-A' };
+  expect(await activities.finishRunCycle(finish)).toEqual({ kind: 'none' });
+  expect(await activities.finishRunCycle(finish)).toEqual({ kind: 'none' }); // a retry adds nothing
+  expect(await types(sessionId)).toEqual(['user.message', 'session.status_running', 'agent.tool_use', 'session.turn_usage', 'user.tool_result', 'user.tool_result', 'session.status_idle']);
+  const { rows: results } = await api.deps.db.query(`SELECT content FROM session_events WHERE session_id = $1 AND type = 'user.tool_result' ORDER BY seq`, [sessionId]);
+  expect(results.flatMap((row) => row.content).map((block: { tool_use_id: string; error_code: string }) => [block.tool_use_id, block.error_code])).toEqual([
+    ['toolu_server', 'cancelled'],
+    ['toolu_client', 'cancelled'],
+  ]);
+  const { rows } = await api.deps.db.query('SELECT status, cancelled_tool_use_ids FROM sessions WHERE id = $1', [sessionId]);
+  expect(rows[0]).toEqual({ status: 'idle', cancelled_tool_use_ids: ['toolu_server', 'toolu_client'] });
+});
+
 test('a pause closed by workflow code that does not take a claim back pauses as before', async () => {
   const { sessionId } = await createAgentAndSession(api.deps, tenant.projectId);
   await userMessage(sessionId, 'look it up');
