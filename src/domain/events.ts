@@ -70,11 +70,13 @@ export const TRACEPARENT_PATTERN = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a
 export const ToolResultBlockSchema = z
   .strictObject({
     type: z.literal('tool_result', { error: "tool result blocks must have type 'tool_result'" }),
-    tool_use_id: z.string({ error: 'is required' }).min(1, 'is required').max(EVENT_LIMITS.toolUseIdChars),
+    tool_use_id: z.string({ error: 'is required' }).min(1, 'is required').max(EVENT_LIMITS.toolUseIdChars, `must be at most ${EVENT_LIMITS.toolUseIdChars} characters`),
     content: z.union([z.string(), ToolErrorEnvelopeSchema], { error: 'must be a string or the JSON error envelope {error: {code, message, field?, retryable}}' }).optional(),
     // Stored on every result (the spec lists it among a result's fields): absent means false.
     is_error: z.boolean().default(false),
-    error_code: z.enum(TOOL_ERROR_CODES, { error: `must be one of ${TOOL_ERROR_CODES.join(', ')}` }).optional(),
+    // `unclassified` too: the code the gateway stores on a failed result sent without one, so a
+    // block read back from the history is accepted as it is.
+    error_code: z.enum([...TOOL_ERROR_CODES, UNCLASSIFIED], { error: `must be one of ${TOOL_ERROR_CODES.join(', ')} (or ${UNCLASSIFIED})` }).optional(),
     traceparent: z.string().regex(TRACEPARENT_PATTERN, 'must be a W3C traceparent').optional(),
     client_timing: z
       .strictObject({ started_at_ms: z.number().int().min(0), ended_at_ms: z.number().int().min(0) })

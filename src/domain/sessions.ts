@@ -67,7 +67,7 @@ export function applySessionPatch(current: SessionEditableFields, patch: Session
 
 export const SessionListQuerySchema = z
   .strictObject({
-    project_id: z.string({ error: 'is required' }).min(1, 'is required').max(64),
+    project_id: z.string({ error: 'is required' }).min(1, 'is required').max(64, 'must be at most 64 characters'),
     limit: pageLimit,
     page: z.string().min(1).max(512).optional(),
     agent_id: agentId.optional(),

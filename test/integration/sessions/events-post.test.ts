@@ -124,6 +124,7 @@ describe('request validation (400)', () => {
   test('tool_result blocks: tool_use_id required, error_code from the enum and only with is_error true, envelope shape, traceparent format', async () => {
     const block = (extra: Record<string, unknown>) => [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: 't1', ...extra }] }];
     await expect400([{ type: 'user.tool_result', content: [{ type: 'tool_result' }] }], /tool_use_id: is required/);
+    await expect400([{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: 'x'.repeat(257) }] }], /tool_use_id: must be at most 256 characters/);
     await expect400(block({ is_error: true, error_code: 'exploded' }), /error_code: must be one of/);
     await expect400(block({ error_code: 'timeout' }), /error_code is allowed only when is_error is true/);
     await expect400(block({ is_error: false, error_code: 'timeout' }), /error_code is allowed only when is_error is true/);
@@ -221,6 +222,17 @@ describe('client tool pauses', () => {
     // Stored for the runtime, which echoes it on its trace.
     const { rows } = await api.deps.db.query(`SELECT content FROM session_events WHERE id = $1`, [mixed.id]);
     expect(rows[0].content[0].traceparent).toBe(traceparent);
+  });
+
+  test('a failed result read back from the history (error_code unclassified) is accepted as it is', async () => {
+    const { client, session } = await freshSession();
+    await setRunState(api, session.id, { active_run_id: 'run_u', pending: ['u1', 'u2'] });
+    const first = await post(client, session.id, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: 'u1', is_error: true }] }]);
+    const echoed = first.body.data[0].content[0];
+    expect(echoed).toMatchObject({ is_error: true, error_code: 'unclassified' });
+    const again = await post(client, session.id, [{ type: 'user.tool_result', content: [{ ...echoed, tool_use_id: 'u2' }] }]);
+    expect(again.status).toBe(200);
+    expect(again.body.data[0]).toMatchObject({ error_code: 'unclassified', content: [{ tool_use_id: 'u2', error_code: 'unclassified' }] });
   });
 });
 
