@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AgentToolInputSchema } from './json-schema';
 import { chars } from './fields';
-import { filterValue, LanguageCodeSchema, metadataFilterValue, metadataKeyed, StoredDateRangeSchema } from './kb';
+import { filterValue, LanguageCodeSchema, metadataFilter, metadataFilterValue, StoredDateRangeSchema } from './kb';
 import { kbToolName, SEARCH_TOOLS_NAME } from './run-tools';
 
 /**
@@ -36,7 +36,7 @@ export const FilterCeilingSchema = z.strictObject({
   type: valueList.nullish(),
   uri: valueList.nullish(),
   language: z.array(isoLanguage).max(TOOL_LIMITS.ceilingValues).nullish(),
-  metadata: metadataKeyed(z.array(metadataFilterValue).max(TOOL_LIMITS.ceilingValues)).nullish(),
+  metadata: metadataFilter(z.array(metadataFilterValue).max(TOOL_LIMITS.ceilingValues)).nullish(),
   created_at: StoredDateRangeSchema.nullish(),
   modified_at: StoredDateRangeSchema.nullish(),
 });

@@ -147,6 +147,13 @@ const METADATA_KEY = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,127}$/;
 const METADATA_KEY_RULE = 'metadata keys are 1-128 characters from A-Z a-z 0-9 _ : - and start with a letter, digit or _';
 /** A record keyed by metadata keys, as documents, search filters and agent filter ceilings name them. */
 export const metadataKeyed = <V extends z.ZodType>(value: V) => keyedRecord(METADATA_KEY, METADATA_KEY_RULE, value);
+/**
+ * A metadata filter (a search's, an agent's filter ceiling): every key must match, and a
+ * document holds at most KB_LIMITS.metadataKeys keys, so a filter naming more could match
+ * nothing; refused, as Elasticsearch would refuse one past its clause limit (16,384).
+ */
+export const metadataFilter = <V extends z.ZodType>(value: V) =>
+  metadataKeyed(value).refine((v) => Object.keys(v as object).length <= KB_LIMITS.metadataKeys, `at most ${KB_LIMITS.metadataKeys} metadata keys (as many as a document holds)`);
 // The type first, then each limit with its own message (a union's error would hide which limit failed).
 const metadataValue = z.union([z.string(), z.array(z.string())], { error: 'metadata values must be strings or arrays of strings' }).superRefine((value, ctx) => {
   if (Array.isArray(value) && value.length > KB_LIMITS.metadataValues) {
@@ -241,7 +248,7 @@ export const SearchFiltersSchema = z.strictObject({
   type: oneOrMany.optional(),
   uri: oneOrMany.optional(),
   language: oneOrMany.transform((v) => v.map((x) => x.toLowerCase())).optional(),
-  metadata: metadataKeyed(oneOrManyOf(metadataFilterValue, '')).optional(),
+  metadata: metadataFilter(oneOrManyOf(metadataFilterValue, '')).optional(),
   created_at: DateRangeSchema.optional(),
   modified_at: DateRangeSchema.optional(),
 });

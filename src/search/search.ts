@@ -34,24 +34,25 @@ export interface SearchParams {
 // Keyword-only search keeps plain OR matching, its only source of recall.
 export const HYBRID_MINIMUM_SHOULD_MATCH = '2<75%';
 
+/** How many of the query's words a document must hold, given the collection's search (see above). */
+export const requiredWords = (context: KbContext): string | undefined => (context.embedder ? HYBRID_MINIMUM_SHOULD_MATCH : undefined);
+
+/**
+ * BM25 over the title (boosted) and content. Scored field by field (the best field, plus a
+ * share of the others); when most of the query's words are required, they are counted over
+ * title and content together (`cross_fields`), so "payment guarantee" matches a document
+ * titled "Payment" whose content says "guarantee".
+ */
 export const lexicalQuery = (
   query: string,
   filter: estypes.QueryDslQueryContainer[],
   minimumShouldMatch?: string,
 ): estypes.QueryDslQueryContainer => ({
   bool: {
-    must: [
-      {
-        multi_match: {
-          query,
-          fields: TEXT_FIELDS,
-          type: 'best_fields',
-          tie_breaker: 0.3,
-          ...(minimumShouldMatch ? { minimum_should_match: minimumShouldMatch } : {}),
-        },
-      },
-    ],
-    filter,
+    must: [{ multi_match: { query, fields: TEXT_FIELDS, type: 'best_fields', tie_breaker: 0.3 } }],
+    filter: minimumShouldMatch
+      ? [...filter, { multi_match: { query, fields: TEXT_FIELDS, type: 'cross_fields', operator: 'or', minimum_should_match: minimumShouldMatch } }]
+      : filter,
   },
 });
 
@@ -111,7 +112,8 @@ export async function searchDocuments(client: SearchClient, context: KbContext, 
     const body: Request = {
       ...base,
       size: request.top_n,
-      query: request.query ? lexicalQuery(request.query, filter) : { bool: { filter } },
+      // The same documents as the search without sort matches by words (only their order differs).
+      query: request.query ? lexicalQuery(request.query, filter, requiredWords(context)) : { bool: { filter } },
       sort: request.sort ? sortClause(request) : [{ indexed_at: { order: 'desc' } }, { doc_id: { order: 'asc' } }],
       ...(request.query ? { track_scores: true, highlight: highlight(request.query) } : {}),
       ...(aggs ? { aggs } : {}),
@@ -127,7 +129,7 @@ export async function searchDocuments(client: SearchClient, context: KbContext, 
   if (!vector) {
     // With an embedder configured (its call failed), this is the hybrid's keyword half alone,
     // matched the same way, so hits and aggregation counts do not depend on its health.
-    const lexical: Request = { ...base, size: request.top_n, query: lexicalQuery(query, filter, context.embedder ? HYBRID_MINIMUM_SHOULD_MATCH : undefined), highlight: highlight(query), ...(aggs ? { aggs } : {}) };
+    const lexical: Request = { ...base, size: request.top_n, query: lexicalQuery(query, filter, requiredWords(context)), highlight: highlight(query), ...(aggs ? { aggs } : {}) };
     const response = await callSearch(() => client.search<Hit['_source']>(lexical));
     const citations = response.hits.hits.slice(0, request.top_n).map((hit) => citation(hit as Hit, hit._source!.doc_id, hit._score ?? 0, true));
     return finish(citations, response.aggregations);

@@ -94,3 +94,25 @@ describe('labeled queries', () => {
     expect(hybridApi.logs.filter((line) => line.includes('is hybrid'))).toHaveLength(1);
   });
 });
+
+describe('which documents hybrid search matches by words', () => {
+  const titles = async (body: unknown) => {
+    const result = await hybrid.kb.searchOk(hybrid.collection, { ...(body as object), aggregations: [{ name: 't', type: 'terms', field: 'title.keyword' }] });
+    return (result.aggregations.t.buckets as Array<{ key: string }>).map((bucket) => bucket.key).sort();
+  };
+
+  test('most of the query\'s words are counted over title and content together', async () => {
+    // "refund" is in the title only, "purchases" in the content only.
+    expect(await titles({ query: 'refund purchases' })).toEqual(['Refund policy']);
+    expect(ids(await hybrid.kb.searchOk(hybrid.collection, { query: 'refund purchases', sort: [{ field: 'title.keyword' }] }))).toEqual(['billing-refund']);
+  });
+
+  test('a sort changes the order of the documents matched by words, not which they are', async () => {
+    // No document holds most of these words; each holds one.
+    expect(await titles({ query: 'dark password' })).toEqual([]);
+    expect(ids(await hybrid.kb.searchOk(hybrid.collection, { query: 'dark password', sort: [{ field: 'title.keyword' }] }))).toEqual([]);
+    const matched = await titles({ query: 'password reset sign-in' });
+    const sorted = await hybrid.kb.searchOk(hybrid.collection, { query: 'password reset sign-in', sort: [{ field: 'title.keyword' }] });
+    expect(sorted.citations.map((c: { title: string }) => c.title).sort()).toEqual(matched);
+  });
+});

@@ -49,6 +49,15 @@ describe('filters', () => {
     expect(await browse({ filters: { metadata: { unknown_field: 'x' } } })).toEqual([]);
   });
 
+  test('a metadata filter names at most 64 fields (as many as a document holds): 400 past that, not an Elasticsearch failure', async () => {
+    const fields = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, 'x']));
+    expect((await kb.search(collection, { filters: { metadata: fields(64) } })).status).toBe(200);
+    const refused = await kb.search(collection, { filters: { metadata: fields(20_000) } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/filters\.metadata: at most 64 metadata keys/);
+    expect((await kb.search(collection, { query: 'x', filters: { metadata: fields(65) } })).status).toBe(400);
+  });
+
   test('created_at and modified_at: gte/lte inclusive; documents without the date never match', async () => {
     expect(sorted(await browse({ filters: { created_at: { gte: '2024-01-20T00:00:00Z', lte: '2024-03-01T00:00:00Z' } } }))).toEqual(['d2', 'd3', 'd4']);
     expect(sorted(await browse({ filters: { created_at: { gte: '2024-03-01T00:00:00Z' } } }))).toEqual(['d4', 'd5']);
