@@ -19,7 +19,7 @@ export const MAX_JSON_DEPTH = 128;
 export const MAX_JSON_CONTAINERS = 100_000;
 
 export class JsonTextError extends Error {
-  readonly kind: 'syntax' | 'depth' | 'surrogate' | 'key' | 'size';
+  readonly kind: 'encoding' | 'syntax' | 'depth' | 'surrogate' | 'key' | 'size';
   /** Where in the body the problem is (`messages[0].content`), or undefined for the whole body. */
   readonly path: string | undefined;
 
@@ -45,6 +45,19 @@ export class RefusedJsonItem {
  * Parses a JSON text or throws JsonTextError with a client-safe message. With `itemsOf`, each
  * item of that top-level array that breaks a rule becomes a RefusedJsonItem instead.
  */
+// Fatal: bytes that are not UTF-8 are refused, not replaced with U+FFFD (two ids differing only
+// in such bytes would become one). A leading BOM is kept, so it fails to parse, as before.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** A request body's bytes as text: JSON bodies are UTF-8 (RFC 8259). */
+export function decodeUtf8(bytes: Uint8Array): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new JsonTextError('encoding', 'request body is not valid UTF-8');
+  }
+}
+
 export function parseJsonText(text: string, options: { itemsOf?: string } = {}): unknown {
   // A text this short cannot hold more containers than the limit: no scan on the hot path.
   if (text.length > 2 * MAX_JSON_CONTAINERS && containersExceed(text, MAX_JSON_CONTAINERS)) {

@@ -7,7 +7,7 @@ import { findPlatformUser, platformUserAccountIds } from '../store/platform';
 import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
 import type { PlatformContext, PlatformMiddleware } from './types';
 import { encodedWith, readBodyUpTo } from '../read-body';
-import { JsonTextError, nulField, parseJsonText } from '../json-text';
+import { decodeUtf8, JsonTextError, nulField, parseJsonText } from '../json-text';
 import { TokenBuckets } from '../api/middleware/rate-limit';
 import { databaseUnavailable, nulInText } from '../store/db-errors';
 
@@ -136,7 +136,7 @@ export async function readJson(ctx: PlatformContext, limit: number): Promise<unk
   if (!ctx.is('application/json')) throw invalidValue('request', 'Content-Type', 'must be application/json');
   try {
     // Kept on the request, so an error the database raises later can name the field.
-    ctx.request.body = parseJsonText(raw.toString('utf8'));
+    ctx.request.body = parseJsonText(decodeUtf8(raw));
     return ctx.request.body;
   } catch (error) {
     if (!(error instanceof JsonTextError)) throw error;

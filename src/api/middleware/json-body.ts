@@ -1,6 +1,6 @@
 import { badRequest, payloadTooLarge, unsupportedEncoding, unsupportedMediaType } from '../errors';
 import { encodedWith, readBodyUpTo, refuseDeclaredOversize } from '../../read-body';
-import { JsonTextError, parseJsonText } from '../../json-text';
+import { decodeUtf8, JsonTextError, parseJsonText } from '../../json-text';
 import type { AppContext, Middleware } from '../types';
 
 /**
@@ -23,9 +23,9 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean; acce
     refuseDeclaredOversize(ctx, limitBytes, tooLarge);
     if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType(options.accepted);
     refuseEncodedBody(ctx);
-    const text = (await readBodyUpTo(ctx, limitBytes, tooLarge)).toString('utf8');
+    const bytes = await readBodyUpTo(ctx, limitBytes, tooLarge);
     try {
-      ctx.request.body = text.length === 0 ? undefined : parseJsonText(text, { itemsOf: options.itemsOf });
+      ctx.request.body = bytes.length === 0 ? undefined : parseJsonText(decodeUtf8(bytes), { itemsOf: options.itemsOf });
     } catch (error) {
       throw error instanceof JsonTextError ? badRequest(error.message, error.path) : error;
     }

@@ -21,7 +21,7 @@ import { findOAuthClient, insertOAuthAccessToken, insertOAuthClient, type OAuthC
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 import { encodedWith, readBodyUpTo } from '../../read-body';
-import { JsonTextError, parseJsonText } from '../../json-text';
+import { decodeUtf8, JsonTextError, parseJsonText } from '../../json-text';
 import { firstIssue } from '../../first-issue';
 
 /**
@@ -154,7 +154,12 @@ async function readBody(ctx: AppContext): Promise<string> {
   const tooLarge = () => new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
   const encoding = encodedWith(ctx.req);
   if (encoding) throw new OAuthError(415, 'invalid_request', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
-  return (await readBodyUpTo(ctx, OAUTH_BODY_LIMIT_BYTES, tooLarge)).toString('utf8');
+  const bytes = await readBodyUpTo(ctx, OAUTH_BODY_LIMIT_BYTES, tooLarge);
+  try {
+    return decodeUtf8(bytes);
+  } catch (error) {
+    throw new OAuthError(400, 'invalid_request', (error as Error).message);
+  }
 }
 
 function parseJsonObject(text: string): Record<string, unknown> {

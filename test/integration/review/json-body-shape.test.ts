@@ -93,6 +93,20 @@ describe('nesting deeper than 128 levels: 400 before any handler, size check or 
   });
 });
 
+describe('bytes that are not UTF-8: 400, never replaced', () => {
+  const latin1 = (text: string) => Buffer.from(text, 'latin1');
+  test('a body with invalid UTF-8 is refused; two ids differing only in such bytes do not become one', async () => {
+    const collection = await json(await post('/v1/kb/collections', { project_id: tenant.projectId, name: uniqueId('utf8-') }));
+    const bulk = (body: Buffer) => fetch(`${api.url}/v1/kb/collections/${collection.id}/documents/bulk`, { method: 'POST', headers: bearer(tenant.key), body });
+    await expect400(await bulk(latin1('{"documents":[{"id":"u-\xff","content":"first"},{"id":"u-\xfe","content":"second"}]}')), /request body is not valid UTF-8/);
+    const name = uniqueId('latin1-');
+    await expect400(await fetch(`${api.url}/v1/agents`, { method: 'POST', headers: bearer(tenant.key), body: latin1(`{"project_id":"${tenant.projectId}","name":"${name}\xe9","model":"openai/gpt-4o"}`) }), /not valid UTF-8/);
+    expect((await api.deps.db.query('SELECT 1 FROM agents WHERE name LIKE $1', [`${name}%`])).rowCount).toBe(0);
+    // Valid multi-byte UTF-8 is of course fine.
+    expect((await bulk(Buffer.from('{"documents":[{"id":"u-é","content":"fine"}]}', 'utf8'))).status).toBe(200);
+  });
+});
+
 describe('platform API', () => {
   let platform: Awaited<ReturnType<typeof startPlatform>>;
   beforeAll(async () => {
@@ -111,5 +125,8 @@ describe('platform API', () => {
     const tooDeep = await fetch(apps, { method: 'POST', headers, body: `{"name":"x","extra":${deep(3000)}}` });
     expect(tooDeep.status).toBe(400);
     expect((await json(await fetch(`${apps}/${app.id}/environments`, { headers }))).results).toEqual([]);
+    const latin1 = await fetch(apps, { method: 'POST', headers, body: Buffer.from('{"name":"caf\xe9"}', 'latin1') });
+    expect(latin1.status).toBe(400);
+    expect((await json(latin1)).errors[0].message).toMatch(/not valid UTF-8/);
   });
 });
