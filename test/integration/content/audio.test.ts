@@ -158,6 +158,13 @@ describe('POST /v1/audio/transcriptions', () => {
     const empty = new FormData();
     empty.set('file', new Blob([], { type: 'audio/wav' }), 'empty.wav');
     expect((await expectError(await upload(empty), 400, 'invalid_request_error')).message).toBe('file: the audio file is empty');
+    // A field named __proto__ is a field like any other (an unknown one), not an object's prototype.
+    const proto = withFile('a.wav', 'audio/wav');
+    proto.set('__proto__', 'x');
+    expect((await expectError(await upload(proto), 400, 'invalid_request_error')).message).toMatch(/__proto__/);
+    const twice = withFile('a.wav', 'audio/wav', { language: 'en' });
+    twice.append('language', 'fr');
+    expect((await expectError(await upload(twice), 400, 'invalid_request_error')).message).toBe('language: send the field once');
   });
 
   test('a body of another type names both accepted types; a compressed body is 415', async () => {

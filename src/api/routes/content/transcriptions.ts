@@ -73,13 +73,15 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   const file = files[0];
   if (!(file instanceof Blob)) throw badRequest('file: an audio file part is required', 'file');
   if (file.size === 0) throw badRequest('file: the audio file is empty', 'file');
-  const fields: Record<string, string> = {};
+  const fields = new Map<string, string>();
   for (const [name, value] of form.entries()) {
     if (name === 'file') continue;
     if (typeof value !== 'string') throw badRequest(`${name}: must be a text field`, name);
-    fields[name] = value;
+    if (fields.has(name)) throw badRequest(`${name}: send the field once`, name);
+    fields.set(name, value);
   }
-  const parsed = parseInput(TranscriptionUploadFields, fields);
+  // (fromEntries makes every name an own key, `__proto__` too, so the schema sees and refuses it.)
+  const parsed = parseInput(TranscriptionUploadFields, Object.fromEntries(fields));
   const filename = (file as File).name ?? '';
   const mimeType = uploadedAudioType(file.type, filename);
   if (!mimeType) throw badRequest(`file: must be one of ${Object.keys(AUDIO_TYPES).join(', ')} (by its type or its name's extension)`, 'file');
