@@ -408,6 +408,12 @@ describe('upstream failures', () => {
     expect(limited.headers.get('retry-after')).toBe('1');
   });
 
+  test('a redirect the transport cannot follow (no Location) is not relayed as a 3xx: 502 upstream_error', async () => {
+    const response = await post({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: '[[error:302]]' }] });
+    expect(response.status).toBe(502);
+    expect((await json(response)).error).toMatchObject({ type: 'upstream_error', code: 502 });
+  });
+
   test("a provider error quoting the gateway's provider key is relayed without it, whole or masked", async () => {
     const providerKey = `sk-test-${randomBytes(16).toString('hex')}`;
     const keyed = await startApi({ OPENAI_BASE_URL: `${env.sim.url}/v1`, OPENAI_API_KEY: providerKey, RATE_LIMIT_ENABLED: 'false' });

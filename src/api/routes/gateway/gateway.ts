@@ -142,7 +142,9 @@ export function relayUpstreamFailure(ctx: AppContext, error: unknown): void {
   if (error instanceof UpstreamHttpError) {
     ctx.state.log.warn({ provider: error.provider, model: error.model, status: error.status, upstream_request_id: error.upstreamRequestId }, 'upstream error');
     // An error with no body has nothing to pass on: the gateway's envelope says it, same status.
-    if (error.body.trim() === '') throw toGatewayError(error);
+    // Nor is a status that is no error relayed (a redirect the transport could not follow, say
+    // one without Location): a client would read a 3xx as "look elsewhere". Both 502.
+    if (error.body.trim() === '' || error.status < 400) throw toGatewayError(error);
     ctx.status = error.status;
     ctx.type = error.contentType;
     for (const [name, value] of Object.entries(retryAfterHeader(error))) ctx.set(name, value);
