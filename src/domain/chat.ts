@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
-import { optionalOrNull } from './fields';
+import { Base64Text, optionalOrNull } from './fields';
 import { ToolInputSchema } from './json-schema';
 
 /**
@@ -11,11 +11,21 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const MAX_STOP_SEQUENCES = 4;
 
 const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
+
+/** A `data:...;base64,` URL's payload is base64 a provider can decode (bad bytes would fail there, in its shape). */
+const base64Payload = (url: string) => {
+  const comma = url.indexOf(',');
+  return !/^data:/i.test(url) || (comma > 0 && Base64Text.safeParse(url.slice(comma + 1)).success);
+};
+const BASE64_PAYLOAD = 'the data: URL must carry standard base64 (A-Z a-z 0-9 + /, padded with =), not nothing';
 const ImageUrlPart = z.strictObject({
   type: z.literal('image_url'),
   // What a provider can read: a link it fetches, or the image inline.
   image_url: z.strictObject({
-    url: z.string().regex(/^(https?:\/\/\S+|data:image\/[\w.+-]+;base64,)/i, 'must be an http(s) URL or a data:image/...;base64, URL'),
+    url: z
+      .string()
+      .regex(/^(https?:\/\/\S+|data:image\/[\w.+-]+;base64,)/i, 'must be an http(s) URL or a data:image/...;base64, URL')
+      .refine(base64Payload, BASE64_PAYLOAD),
     detail: z.enum(['auto', 'low', 'high']).optional(),
   }),
 });
@@ -25,7 +35,11 @@ const FilePart = z.strictObject({
   type: z.literal('file'),
   file: z
     .strictObject({
-      file_data: z.string().regex(/^data:[^;,]+;base64,/, 'file_data must be a data: URL with base64 content (data:application/pdf;base64,...)').optional(),
+      file_data: z
+        .string()
+        .regex(/^data:[^;,]+;base64,/, 'file_data must be a data: URL with base64 content (data:application/pdf;base64,...)')
+        .refine(base64Payload, BASE64_PAYLOAD)
+        .optional(),
       file_id: z.string().optional(),
       filename: z.string().optional(),
     })
@@ -201,6 +215,8 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
     }
     if (request.provider_options.thinking_config !== undefined) {
       if (model.provider !== 'google') return { param: 'provider_options.thinking_config', message: 'thinking_config is supported only for google/* models' };
+      // The same knob as reasoning_effort: only a model that reasons takes it (Gemini 2.0 refuses it upstream).
+      if (!model.capabilities.includes('reasoning')) return { param: 'provider_options.thinking_config', message: `${model.id} does not think (it lacks the 'reasoning' capability)` };
       if (request.reasoning_effort !== undefined) {
         return { param: 'provider_options.thinking_config', message: 'thinking_config and reasoning_effort are mutually exclusive on google/* models' };
       }

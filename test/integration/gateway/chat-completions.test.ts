@@ -262,6 +262,7 @@ describe('validation', () => {
       { ...base, model: 'google/gemini-2.5-flash', reasoning_effort: 'low', provider_options: { thinking_config: { thinking_budget: 100 } } },
       'provider_options.thinking_config',
     ],
+    ['thinking_config on a google model that does not think', { ...base, model: 'google/gemini-2.0-flash', provider_options: { thinking_config: { thinking_budget: 2048 } } }, 'provider_options.thinking_config'],
     ['tools on a model without tools', { ...base, model: 'openai/gpt-4o-search-preview', tools: [weatherTool] }, 'tools.0'],
     ['web_search on a model without it', { ...base, tools: [{ type: 'web_search' }] }, 'tools.0'],
     ['a tool message that answers nothing', { ...base, messages: [{ role: 'tool', tool_call_id: 'x', content: 'r' }] }, 'messages.0.tool_call_id'],
@@ -271,6 +272,9 @@ describe('validation', () => {
     ['an image to a model without vision', { ...base, model: 'openai/gpt-4', messages: [{ role: 'user', content: [{ type: 'text', text: 'what is it?' }, { type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }] }] }, 'messages.0.content.1'],
     ['an image URL of another scheme', { ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'file:///etc/passwd' } }] }] }, 'messages.0.content.0.image_url.url'],
     ['a data: URL that is not an image', { ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:text/plain;base64,aGk=' } }] }] }, 'messages.0.content.0.image_url.url'],
+    ['an image data: URL that is not base64', { ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,@@not base64@@' } }] }] }, 'messages.0.content.0.image_url.url'],
+    ['an image data: URL with nothing in it', { ...base, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,' } }] }] }, 'messages.0.content.0.image_url.url'],
+    ['a file whose data: URL is not base64', { ...base, messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'data:application/pdf;base64,%%%' } }] }] }, 'messages.0.content.0.file.file_data'],
     ['a file by file_id (no Files API here)', { ...base, messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-abc' } }] }] }, 'file_id'],
     ['file_data that is not a base64 data: URL', { ...base, messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'JVBERi0x', filename: 'a.pdf' } }] }] }, 'file_data'],
   ])('%s → 400', async (_name, body, param) => {
