@@ -34,6 +34,19 @@ export function buildAggregations(specs: Record<string, AggregationSpec>): Recor
 
 type Bucket = { key: string | number; key_as_string?: string; doc_count: number };
 
+const YEAR_0_MS = Date.parse('0000-01-01T00:00:00.000Z');
+
+/**
+ * A date bucket's key, RFC 3339. Fixed and week intervals are aligned to 1970-01-01, so the
+ * first bucket can start before year 0, which RFC 3339 cannot write (`-0001-12-30`): it is
+ * keyed 0000-01-01, where its documents begin (none is dated earlier).
+ */
+function bucketStart(bucket: Bucket): string {
+  const start = Number(bucket.key);
+  if (Number.isFinite(start) && start < YEAR_0_MS) return new Date(YEAR_0_MS).toISOString();
+  return bucket.key_as_string ?? new Date(start).toISOString();
+}
+
 export function presentAggregations(
   specs: Record<string, AggregationSpec>,
   raw: Record<string, estypes.AggregationsAggregate> | undefined,
@@ -49,7 +62,7 @@ export function presentAggregations(
       };
     } else if (spec.type === 'date_histogram') {
       const buckets = (agg?.buckets as Bucket[] | undefined) ?? [];
-      out[name] = { buckets: buckets.map((b) => ({ key: b.key_as_string ?? new Date(Number(b.key)).toISOString(), doc_count: b.doc_count })) };
+      out[name] = { buckets: buckets.map((b) => ({ key: bucketStart(b), doc_count: b.doc_count })) };
     } else {
       // min/max over no documents: Elasticsearch answers value null without value_as_string.
       const value = agg?.value === null || agg?.value === undefined ? null : ((agg.value_as_string as string | undefined) ?? new Date(Number(agg.value)).toISOString());

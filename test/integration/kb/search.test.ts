@@ -152,6 +152,17 @@ describe('aggregations', () => {
     for (const bucket of weekly) expect(new Date(bucket.key).toISOString()).toBe(bucket.key);
   });
 
+  test('a fixed-interval bucket that would start before year 0 is keyed 0000-01-01 (RFC 3339 has no negative years)', async () => {
+    const early = await kb.newCollection();
+    await kb.index(early, [{ id: 'y0', content: 'year zero', created_at: '0000-01-01T00:00:00Z' }, { id: 'y1', content: 'later', created_at: '0001-06-01T00:00:00Z' }]);
+    for (const interval of ['7d', 'week', '999999d']) {
+      const body = await kb.searchOk(early, { aggregations: { h: { type: 'date_histogram', field: 'created_at', interval } } });
+      const buckets = body.aggregations.h.buckets as { key: string; doc_count: number }[];
+      expect(buckets[0]).toEqual({ key: '0000-01-01T00:00:00.000Z', doc_count: 1 + (interval === '999999d' ? 1 : 0) });
+      for (const bucket of buckets) expect(bucket.key).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    }
+  });
+
   test('min and max on dates give RFC 3339 values; null when no document has one', async () => {
     const body = await kb.searchOk(collection, {
       aggregations: { first: { type: 'min', field: 'created_at' }, last: { type: 'max', field: 'modified_at' } },
