@@ -153,7 +153,8 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       let turn: Assembled;
       const started = Date.now();
       try {
-        turn = await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started));
+        // As the log will hold it (a retried turn reads it back from there), NUL-free.
+        turn = withoutNul(await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started)));
       } catch (error) {
         if (error instanceof ContextWindowExceededError) {
           return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
@@ -216,13 +217,15 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
             idempotency_key: `${keyPrefix}:usage`,
             processed: true,
           });
-          await appendEvents(client, input.sessionId, withoutNul(events));
+          await appendEvents(client, input.sessionId, events);
         });
       } catch (error) {
         // The provider answered (and bills the call) but the turn is not in the log: billed as an
         // attempt, as a broken call is, before the activity fails (or is retried: a new call).
-        // (A database that refused the append may refuse this too: the original error is the one to report.)
-        await recordAttempt(usage).catch(() => undefined);
+        // Unless the commit did land and only its acknowledgement was lost. (A database that
+        // refused the append may refuse these too: the original error is the one to report.)
+        const landed = await recordedTurn(deps, input.sessionId, keyPrefix).catch(() => undefined);
+        if (!landed) await recordAttempt(usage).catch(() => undefined);
         throw error;
       }
       return classify(context.agent.tools ?? [], turn.toolCalls, stop, usage, totalTokens, conversation.loadedTools);

@@ -183,7 +183,7 @@ export function createRunCycleActivities(deps: Deps) {
       // No run holds the session: a waiting user.message starts one, unless the
       // session's site has asynchronous execution switched off.
       if (!types.has('user.message')) return { kind: 'none' };
-      if (!(await isAsyncExecutionEnabled(client, session.client_id))) return { kind: 'none' };
+      if (!(await isAsyncExecutionEnabled(client, session))) return { kind: 'none' };
       // The api named the run of a message queued behind another run when it accepted it.
       runId = read!.next_run_id ?? newId('run');
       kind = 'start';
@@ -275,14 +275,19 @@ export function createRunCycleActivities(deps: Deps) {
    * tools ran nor did it pause for its client tools) must answer them as cancelled.
    */
   async function unansweredCalls(client: PoolClient, sessionId: string, runId: string): Promise<string[]> {
+    // Results are read only from the run's first call on, not the whole session's history
+    // (this runs under the session's row lock).
     const { rows } = await client.query<{ id: string }>({
-      name: 'unanswered_calls',
-      text: `SELECT call->>'id' AS id
-               FROM session_events e CROSS JOIN LATERAL jsonb_array_elements(e.content) AS call
-              WHERE e.session_id = $1 AND e.run_id = $2 AND e.type = 'agent.tool_use'
-                AND NOT EXISTS (SELECT 1 FROM session_events r CROSS JOIN LATERAL jsonb_array_elements(r.content) AS result
-                                 WHERE r.session_id = $1 AND r.type = 'user.tool_result' AND r.seq > e.seq AND result->>'tool_use_id' = call->>'id')
-              ORDER BY e.seq`,
+      name: 'unanswered_calls_v2',
+      text: `WITH calls AS (
+               SELECT e.seq, call->>'id' AS id
+                 FROM session_events e CROSS JOIN LATERAL jsonb_array_elements(e.content) AS call
+                WHERE e.session_id = $1 AND e.run_id = $2 AND e.type = 'agent.tool_use'),
+             answered AS (
+               SELECT result->>'tool_use_id' AS id
+                 FROM session_events r CROSS JOIN LATERAL jsonb_array_elements(r.content) AS result
+                WHERE r.session_id = $1 AND r.type = 'user.tool_result' AND r.seq > (SELECT min(seq) FROM calls))
+             SELECT id FROM calls WHERE NOT EXISTS (SELECT 1 FROM answered WHERE answered.id = calls.id) ORDER BY seq`,
       values: [sessionId, runId],
     });
     return rows.map((row) => row.id);

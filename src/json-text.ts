@@ -41,10 +41,6 @@ export class RefusedJsonItem {
   ) {}
 }
 
-/**
- * Parses a JSON text or throws JsonTextError with a client-safe message. With `itemsOf`, each
- * item of that top-level array that breaks a rule becomes a RefusedJsonItem instead.
- */
 // Fatal: bytes that are not UTF-8 are refused, not replaced with U+FFFD (two ids differing only
 // in such bytes would become one). A leading BOM is kept, so it fails to parse, as before.
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -58,6 +54,10 @@ export function decodeUtf8(bytes: Uint8Array): string {
   }
 }
 
+/**
+ * Parses a JSON text or throws JsonTextError with a client-safe message. With `itemsOf`, each
+ * item of that top-level array that breaks a rule becomes a RefusedJsonItem instead.
+ */
 export function parseJsonText(text: string, options: { itemsOf?: string } = {}): unknown {
   // A text this short cannot hold more containers than the limit: no scan on the hot path.
   if (text.length > 2 * MAX_JSON_CONTAINERS && containersExceed(text, MAX_JSON_CONTAINERS)) {

@@ -1,3 +1,4 @@
+import { SITE_OF_SESSION_CLIENT } from './sites';
 import type { Queryable } from './db';
 import { CURSOR_AT, presentAgent, type AgentRow } from './agents';
 import type { RunState } from '../domain/events';
@@ -159,9 +160,12 @@ export async function saveRunState(client: Queryable, id: string, state: RunStat
  * default true). Sessions created without a site and sites unknown by client id count
  * as enabled.
  */
-export async function isAsyncExecutionEnabled(db: Queryable, clientId: string | null): Promise<boolean> {
-  if (!clientId) return true;
-  const { rows } = await db.query<{ enabled: boolean }>('SELECT async_execution_enabled AS enabled FROM sites WHERE client_id = $1', [clientId]);
+export async function isAsyncExecutionEnabled(db: Queryable, session: { client_id: string | null; project_id: string }): Promise<boolean> {
+  if (!session.client_id) return true;
+  const { rows } = await db.query<{ enabled: boolean }>(
+    `SELECT s.async_execution_enabled AS enabled FROM ${SITE_OF_SESSION_CLIENT} WHERE c.client_id = $1 AND p.id = $2`,
+    [session.client_id, session.project_id],
+  );
   return rows[0]?.enabled ?? true;
 }
 

@@ -57,6 +57,13 @@ export async function attachClientToSite(db: Queryable, clientId: string, siteId
  * credential of the same client id (refused at registration, 409) and no site of one
  * account may turn off another's credentials.
  */
+/**
+ * FROM clause joining a session's client (`c.client_id`) and project (`p.id`) to the site that
+ * client speaks for (`s`) in the project's account: earlier clients of a site that reconnected
+ * included, another account's site of the same client id never.
+ */
+export const SITE_OF_SESSION_CLIENT = 'site_clients c JOIN sites s ON s.site_id = c.site_id JOIN projects p ON p.account_id = c.account_id';
+
 export const siteStatusOfClient = (clientIdSql: string, accountIdSql: string): string =>
   `(SELECT s.status FROM site_clients c JOIN sites s ON s.site_id = c.site_id WHERE c.client_id = ${clientIdSql} AND c.account_id = ${accountIdSql})`;
 

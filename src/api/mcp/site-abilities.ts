@@ -134,12 +134,17 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
     parsed = text ? parseJsonText(text) : undefined;
   } catch (error) {
     const why = error instanceof JsonTextError && error.kind !== 'syntax' ? `JSON the gateway cannot pass on (${error.message.replace('request body', 'the answer')})` : 'a body that is not JSON';
-    throw new SiteCallError(`the site answered ${response.status} with ${why}`, 'execution_failed');
+    // (A refusal's body is only read for its code: a web server's HTML error page has none.)
+    if (response.ok) throw new SiteCallError(`the site answered ${response.status} with ${why}`, 'execution_failed');
   }
   if (!response.ok) {
     const detail = parsed as { code?: unknown; message?: unknown } | undefined;
     const message = typeof detail?.message === 'string' ? detail.message : `HTTP ${response.status}`;
-    throw new SiteCallError(`the site refused the call: ${message}`, typeof detail?.code === 'string' ? detail.code : response.status === 404 ? 'not_found' : 'execution_failed');
+    if (typeof detail?.code === 'string') throw new SiteCallError(`the site refused the call: ${message}`, detail.code);
+    // A 404 that names no code is the site's endpoint missing (the plugin not installed or not
+    // active), not an absent site (`not_found` says the site is not in the key's project).
+    if (response.status === 404) throw new SiteCallError(`the site refused the call: ${message} (its abilities endpoint was not found: is the plugin installed and active?)`, 'unavailable');
+    throw new SiteCallError(`the site refused the call: ${message}`, 'execution_failed');
   }
   return parsed;
 }

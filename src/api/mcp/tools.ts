@@ -22,11 +22,24 @@ const result = (value: Record<string, unknown>): CallToolResult => ({
   structuredContent: value,
 });
 
-const toolError = (code: string, message: string): CallToolResult => ({
+export const toolError = (code: string, message: string): CallToolResult => ({
   isError: true,
   content: [{ type: 'text', text: JSON.stringify({ error: { code, message } }) }],
   structuredContent: { error: { code, message } },
 });
+
+/** Each tool's input schema: the SDK checks calls with them, and so does the route, first (its error shape). */
+export const TOOL_INPUTS = {
+  ping: {},
+  list_account_sites: { status: z.enum(SITE_STATUSES).optional().describe('Registration status to list; default active.') },
+  list_site_abilities: { site_id: z.string().describe('The site id from list_account_sites.') },
+  run_site_ability: {
+    site_id: z.string().describe('The site id from list_account_sites.'),
+    ability: z.string().min(1).describe('The ability name from list_site_abilities.'),
+    input: z.record(z.string(), z.unknown()).optional().describe("The ability's input, per its input_schema."),
+  },
+} as const;
+export type ToolName = keyof typeof TOOL_INPUTS;
 
 /**
  * One MCP server per request (the transport is stateless), bound to the API key that
@@ -66,7 +79,7 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
     {
       title: 'List sites',
       description: "Lists the sites registered to this API key's project, with the key owner's CMS connection status.",
-      inputSchema: { status: z.enum(SITE_STATUSES).optional().describe('Registration status to list; default active.') },
+      inputSchema: TOOL_INPUTS.list_account_sites,
     },
     guarded('list_account_sites', async ({ status }) => {
       const sites = await listProjectSites(deps.db, projectId, status ?? 'active');
@@ -110,7 +123,7 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
     {
       title: 'List site abilities',
       description: 'Lists the abilities (actions) a site offers to the key owner. Needs a personal key.',
-      inputSchema: { site_id: z.string().describe('The site id from list_account_sites.') },
+      inputSchema: TOOL_INPUTS.list_site_abilities,
     },
     guarded('list_site_abilities', async ({ site_id }, extra) => {
       const target = await abilityTarget('list_site_abilities', site_id);
@@ -124,11 +137,7 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
     {
       title: 'Run a site ability',
       description: 'Runs one ability on a site as the key owner and returns its output. Needs a personal key.',
-      inputSchema: {
-        site_id: z.string().describe('The site id from list_account_sites.'),
-        ability: z.string().min(1).describe('The ability name from list_site_abilities.'),
-        input: z.record(z.string(), z.unknown()).optional().describe("The ability's input, per its input_schema."),
-      },
+      inputSchema: TOOL_INPUTS.run_site_ability,
     },
     guarded('run_site_ability', async ({ site_id, ability, input }, extra) => {
       const target = await abilityTarget('run_site_ability', site_id);
@@ -138,5 +147,7 @@ export function buildMcpServer(deps: Deps, principal: Principal): McpServer {
     }),
   );
 
+  // Stateless: the tool list never changes while a client could listen (GET is 405).
+  server.server.registerCapabilities({ tools: { listChanged: false } });
   return server;
 }

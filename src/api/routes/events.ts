@@ -38,7 +38,7 @@ export function eventsRouter(deps: Deps): Router<AppState, AppContext> {
     if (ctx.state.principal!.method === 'browser_session' && input.events.some((event) => event.type === 'system.message')) {
       throw forbidden('browser session tokens may not send system.message events');
     }
-    const asyncEnabled = await isAsyncExecutionEnabled(deps.db, session.client_id);
+    const asyncEnabled = await isAsyncExecutionEnabled(deps.db, session);
     const runStarting = input.events.some((event) => event.type === 'user.message' || event.type === 'user.tool_result');
     if (runStarting && asyncEnabled) await assertCredits(deps.db, session.project_id);
 

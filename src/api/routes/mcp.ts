@@ -1,11 +1,11 @@
 import Router from '@koa/router';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, InitializeRequestSchema, ListToolsRequestSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { z } from 'zod';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { CallToolRequestSchema, InitializeRequestSchema, JSONRPCMessageSchema, ListToolsRequestSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
 import { firstIssue } from '../../first-issue';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
-import { buildMcpServer } from '../mcp/tools';
+import { buildMcpServer, TOOL_INPUTS, toolError, type ToolName } from '../mcp/tools';
 import { ApiError } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
@@ -28,30 +28,82 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
     authenticate(deps, { scope: 'mcp', access: 'write', accept: ['api_key'] }),
     jsonRpcBody(MCP_BODY_LIMIT_BYTES),
     async (ctx) => {
-      const server = buildMcpServer(deps, ctx.state.principal!);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      // A client that hangs up mid-call: the transport's close never settles the request it
-      // is handling, so the route stops waiting on the close itself (and logs it as such).
-      const closed = new Promise<void>((resolve) =>
-        ctx.res.once('close', () => {
-          if (!ctx.res.writableFinished) ctx.state.clientClosed = true;
-          void transport.close();
-          void server.close();
-          resolve();
-        }),
-      );
-      await server.connect(transport);
-      ctx.respond = false; // the transport writes the response itself
-      await Promise.race([transport.handleRequest(ctx.req, ctx.res, ctx.request.body), closed]);
+      const body = ctx.request.body;
+      const batch = Array.isArray(body);
+      // Requests the gateway answers itself (params or arguments the schemas refuse, unknown
+      // tools): nothing of them runs. The rest go to the MCP server. (Only for requests the
+      // transport would take: it answers a wrong Accept with 406 first.)
+      const accept = ctx.get('accept');
+      const checked = accept.includes('application/json') && accept.includes('text/event-stream');
+      const replies: unknown[] = [];
+      const forward: unknown[] = [];
+      for (const message of batch ? body : [body]) {
+        const answer = checked ? preAnswer(message) : undefined;
+        if (answer) replies.push(answer);
+        else forward.push(message);
+      }
+      if (forward.length > 0) {
+        const response = await handleWithServer(deps, ctx, batch ? forward : forward[0]);
+        if (!response) return; // the client went away
+        const text = await response.text();
+        if (response.status !== 200 || !response.headers.get('content-type')?.includes('application/json')) {
+          // The transport's own refusals (406, 415, ...) and a notifications-only 202, as it gave them,
+          // unless the gateway answered some requests of the batch itself.
+          if (replies.length === 0 || response.status !== 202) {
+            ctx.status = response.status;
+            response.headers.forEach((value, name) => ctx.set(name, value));
+            ctx.body = text;
+            return;
+          }
+        } else {
+          const answered = JSON.parse(text) as unknown;
+          replies.push(...(Array.isArray(answered) ? answered : [answered]));
+        }
+      }
+      ctx.status = replies.length > 0 ? 200 : 202;
+      // A batch is answered with an array, a one-request batch too (JSON-RPC 2.0, section 6).
+      if (replies.length > 0) ctx.body = batch ? replies : replies[0];
     },
   );
   return router;
 }
 
 /**
- * The JSON body, where a body that is not JSON is JSON-RPC's parse error (-32700, id null) as
- * the MCP transport answers for JSON that is not JSON-RPC, not the gateway envelope. (Size and
- * media-type refusals keep their 413/415.)
+ * One MCP server and stateless transport per request, bound to the caller's key; the
+ * transport's answer as a web Response, or undefined when the client hung up first (the
+ * transport's close never settles the request it is handling).
+ */
+async function handleWithServer(deps: Deps, ctx: AppContext, parsedBody: unknown): Promise<Response | undefined> {
+  const server = buildMcpServer(deps, ctx.state.principal!);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  const closed = new Promise<undefined>((resolve) =>
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) ctx.state.clientClosed = true;
+      void transport.close();
+      void server.close();
+      resolve(undefined);
+    }),
+  );
+  await server.connect(transport);
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(ctx.req.headers)) {
+    // (The body is handed over parsed: its length and framing no longer apply.)
+    if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const request = new Request(`http://${ctx.host || 'localhost'}${ctx.url}`, { method: 'POST', headers });
+  try {
+    return await Promise.race([transport.handleRequest(request, { parsedBody }), closed]);
+  } finally {
+    void transport.close();
+    void server.close();
+  }
+}
+
+/**
+ * The JSON body, where a body that is not JSON is JSON-RPC's parse error (-32700, id null),
+ * and JSON that is not JSON-RPC 2.0 an invalid request (-32600), not the gateway envelope.
+ * (Size and media-type refusals keep their 413/415.)
  */
 function jsonRpcBody(limitBytes: number): Middleware {
   const parse = jsonBody(limitBytes);
@@ -66,14 +118,6 @@ function jsonRpcBody(limitBytes: number): Middleware {
           ctx.body = { jsonrpc: '2.0', error: { code: -32600, message: `Invalid Request: ${problem}` }, id: null };
           return Promise.resolve();
         }
-        // (Only for requests the transport would take: it answers a wrong Accept with 406 first.)
-        const accept = ctx.get('accept');
-        const invalid = accept.includes('application/json') && accept.includes('text/event-stream') ? invalidParams(ctx.request.body) : undefined;
-        if (invalid) {
-          // The SDK would answer an internal error (-32603, quoting its validation) for what is the caller's mistake.
-          ctx.body = { jsonrpc: '2.0', id: invalid.id, error: { code: -32602, message: `Invalid params: ${invalid.text}` } };
-          return Promise.resolve();
-        }
         return next();
       });
     } catch (error) {
@@ -86,10 +130,12 @@ function jsonRpcBody(limitBytes: number): Middleware {
 
 /**
  * Why a JSON body is not JSON-RPC 2.0 (an Invalid Request, -32600, by the JSON-RPC spec; the
- * SDK would answer valid JSON that is not JSON-RPC with a parse error), or undefined.
+ * SDK would answer valid JSON that is not JSON-RPC with a parse error), or undefined. A batch
+ * may not use one request id twice: its answers could not be told apart.
  */
 function notJsonRpc(body: unknown): string | undefined {
   if (Array.isArray(body) && body.length === 0) return 'an empty batch';
+  const ids = new Set<string | number>();
   for (const message of Array.isArray(body) ? body : [body]) {
     if (typeof message !== 'object' || message === null || Array.isArray(message) || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
       return 'each message must be an object with "jsonrpc": "2.0"';
@@ -97,6 +143,12 @@ function notJsonRpc(body: unknown): string | undefined {
     const m = message as Record<string, unknown>;
     if (!(typeof m.method === 'string' || 'result' in m || 'error' in m)) return 'a message must have a method (or be a response)';
     if ('id' in m && typeof m.id !== 'string' && typeof m.id !== 'number') return 'an id must be a string or a number';
+    const parsed = JSONRPCMessageSchema.safeParse(message);
+    if (!parsed.success) return firstIssue(parsed.error as z.ZodError, 'message').text;
+    if (typeof m.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number')) {
+      if (ids.has(m.id)) return `the request id ${JSON.stringify(m.id)} appears twice in the batch`;
+      ids.add(m.id);
+    }
   }
   return undefined;
 }
@@ -109,14 +161,25 @@ const REQUEST_SCHEMAS: Record<string, { safeParse(value: unknown): { success: bo
   'tools/call': CallToolRequestSchema,
 };
 
-/** A single request of a known method whose params its schema refuses: its id and the first issue, or undefined. */
-function invalidParams(body: unknown): { id: string | number; text: string } | undefined {
-  if (Array.isArray(body)) return undefined;
-  const message = body as { method?: unknown; id?: string | number };
-  const schema = typeof message.method === 'string' ? REQUEST_SCHEMAS[message.method] : undefined;
-  if (!schema || message.id === undefined) return undefined;
+/**
+ * The gateway's own answer to a request, or undefined to let the MCP server answer it:
+ * params the method's schema refuses are -32602 (the SDK would answer an internal error,
+ * -32603, quoting its validation), as is an unknown tool (a protocol error, by the MCP spec);
+ * a tool's arguments that its input schema refuses are the tool error `invalid_input`, in the
+ * shape of every tool error (the SDK would answer plain text).
+ */
+function preAnswer(message: unknown): Record<string, unknown> | undefined {
+  const m = message as { method?: unknown; id?: string | number; params?: { name?: unknown; arguments?: unknown } };
+  const schema = typeof m.method === 'string' ? REQUEST_SCHEMAS[m.method] : undefined;
+  if (!schema || m.id === undefined) return undefined;
   const parsed = schema.safeParse(message);
-  return parsed.success ? undefined : { id: message.id, text: firstIssue(parsed.error as z.ZodError, 'params').text };
+  if (!parsed.success) return { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: `Invalid params: ${firstIssue(parsed.error as z.ZodError, 'params').text}` } };
+  if (m.method !== 'tools/call') return undefined;
+  const name = String(m.params?.name);
+  const input = TOOL_INPUTS[name as ToolName];
+  if (!input) return { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: `Invalid params: unknown tool '${name}'` } };
+  const args = z.object(input).safeParse(m.params?.arguments ?? {}); // (unknown keys dropped, as the SDK does)
+  return args.success ? undefined : { jsonrpc: '2.0', id: m.id, result: toolError('invalid_input', firstIssue(args.error, 'arguments').text) };
 }
 
 /**

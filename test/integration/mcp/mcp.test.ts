@@ -245,6 +245,28 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     await client.close();
   });
 
+  test("a site whose abilities endpoint is missing (a bare 404: the plugin not installed) is unavailable, not not_found", async () => {
+    const bare = createServer((_request, response) => {
+      response.writeHead(404, { 'content-type': 'text/html' });
+      response.end('<h1>Not Found</h1>');
+    });
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    try {
+      const token = await createServiceToken(api.deps.db, tenant.accountId, uniqueId('client-'));
+      const url = `http://127.0.0.1:${(bare.address() as AddressInfo).port}/site`;
+      const registered = await json(await fetch(`${api.url}/v1/sites`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ site_url: url, project_id: tenant.projectId }) }));
+      await connectSiteUser(api.deps.db, registered.site_id, owner, 'admin');
+      const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'restricted', scopes: { mcp: 'write' }, type: 'personal', ownerSubject: owner });
+      const client = await connect(key);
+      const result = await client.callTool({ name: 'list_site_abilities', arguments: { site_id: registered.site_id } });
+      expect(result.isError).toBe(true);
+      expect(structured(result).error).toEqual({ code: 'unavailable', message: expect.stringMatching(/HTTP 404.*plugin installed/) });
+      await client.close();
+    } finally {
+      bare.close();
+    }
+  });
+
   test('a site that cannot verify the signature (wrong secret) refuses: the tool reports the error', async () => {
     const { key } = await createKey(api.deps.db, { projectId: tenant.projectId, preset: 'all', type: 'personal', ownerSubject: owner });
     const real = fakeSite.secret;
@@ -352,6 +374,42 @@ describe('POST /v1/mcp: credentials', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 41, method: 'tools/call', params: {} }),
     });
     expect(wrongAccept.status).toBe(406);
+  });
+
+  test('batches: answered with an array (one request too); bad params and unknown tools answered per request, the rest run; a repeated id refuses the batch', async () => {
+    const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+    const single = await rawCall(tenant.key, [ping(1)]);
+    expect([single.status, await json(single)]).toEqual([200, [{ jsonrpc: '2.0', id: 1, result: {} }]]);
+
+    const mixed = await rawCall(tenant.key, [
+      ping(1),
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'nosuch', arguments: {} } },
+      { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'list_account_sites', arguments: { status: 'bogus' } } },
+      { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'ping', arguments: {} } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+    ]);
+    expect(mixed.status).toBe(200);
+    const replies = (await json(mixed)) as Array<Record<string, any>>;
+    const byId = new Map(replies.map((reply) => [reply.id, reply]));
+    expect(replies).toHaveLength(5);
+    expect(byId.get(1)).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+    expect(byId.get(2)!.error).toEqual({ code: -32602, message: expect.stringMatching(/^Invalid params: params\.name: /) });
+    expect(byId.get(3)!.error).toEqual({ code: -32602, message: "Invalid params: unknown tool 'nosuch'" });
+    // A tool's arguments its schema refuses: the tool error shape every tool error has.
+    expect(byId.get(4)!.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'invalid_input', message: expect.stringMatching(/^status: /) } } });
+    expect(byId.get(5)!.result.structuredContent).toMatchObject({ message: 'pong' });
+
+    const twice = await rawCall(tenant.key, [ping(7), ping(7)]);
+    expect([twice.status, (await json(twice)).error]).toEqual([400, { code: -32600, message: 'Invalid Request: the request id 7 appears twice in the batch' }]);
+    // JSON that is not JSON-RPC by the MCP schema (a fractional id) is an Invalid Request too, not a parse error.
+    const fractional = await rawCall(tenant.key, { jsonrpc: '2.0', id: 1.5, method: 'ping' });
+    expect([fractional.status, (await json(fractional)).error.code]).toEqual([400, -32600]);
+  });
+
+  test('initialize says the tool list never changes (no server stream could announce it)', async () => {
+    const body = await json(await rawCall(tenant.key));
+    expect(body.result.capabilities.tools).toEqual({ listChanged: false });
   });
 
   test('revoked key: 401 {error: invalid_token, error_description}', async () => {

@@ -4,6 +4,8 @@ import { startApi, type TestApi } from '../../support/harness';
 import { testConfig } from '../../support/config';
 import { createServiceToken, createTenant } from '../../support/factories';
 import { newId } from '../../../src/store/ids';
+import { generateServiceToken } from '../../../src/auth/tokens';
+import { hashSecret } from '../../../src/auth/api-keys';
 import { apiClient, createAgent, createSession, setRunState, tenantWithAgent, toolResult, userMessage, type ApiClient } from './support';
 import { signalsSent, terminateWorkflows } from './temporal-history';
 
@@ -298,13 +300,27 @@ describe('credits, signal failure, the site switch', () => {
   test('a site with asynchronous execution disabled: events are stored and echoed, no run starts, no signal', async () => {
     const { tenant, agent } = await tenantWithAgent(api);
     const clientId = newId('client');
-    const siteId = newId('site');
-    await api.deps.db.query(
-      `INSERT INTO sites (site_id, client_id, account_id, project_id, site_url, site_url_key, display_name, hmac_secret_encrypted, async_execution_enabled)
-       VALUES ($1, $2, $3, $4, $5, $5, 'test', 'unused', false)`,
-      [siteId, clientId, tenant.accountId, tenant.projectId, `https://${clientId}.example`],
-    );
     const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId, clientId));
+    const registered = await site.post('/v1/sites', { site_url: `https://${clientId.toLowerCase()}.example.com`, project_id: tenant.projectId });
+    expect(registered.status).toBe(201);
+    const siteId = registered.body.site_id as string;
+    await api.deps.db.query('UPDATE sites SET async_execution_enabled = false WHERE site_id = $1', [siteId]);
+    // Another account's token under the same client id (issued before client ids were bound to
+    // one account) is not governed by this site's switch.
+    const other = await tenantWithAgent(api);
+    const legacyToken = generateServiceToken();
+    await api.deps.db.query(`INSERT INTO service_tokens (id, account_id, client_id, token_hash) VALUES ($1, $2, $3, $4)`, [
+      newId('stok'),
+      other.tenant.accountId,
+      clientId,
+      hashSecret(legacyToken),
+    ]);
+    const legacy = apiClient(api, legacyToken);
+    const theirs = await createSession(legacy, other.agent.id);
+    started.push(theirs.id);
+    expect((await post(legacy, theirs.id, [userMessage()])).status).toBe(200);
+    expect((await runState(theirs.id)).status).toBe('running');
+
     const session = await createSession(site, agent.id);
     started.push(session.id);
     const reply = await post(site, session.id, [userMessage()]);
