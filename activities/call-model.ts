@@ -1,5 +1,5 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { withoutNul } from '../src/domain/storable-text';
+import { storable } from '../src/domain/storable-text';
 import type { Deps } from '../src/deps';
 import {
   anthropicMaxTokens,
@@ -154,7 +154,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const started = Date.now();
       try {
         // As the log will hold it (a retried turn reads it back from there), NUL-free.
-        turn = withoutNul(await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started)));
+        turn = storable(await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started)));
       } catch (error) {
         if (error instanceof ContextWindowExceededError) {
           return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };

@@ -1,5 +1,5 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { withoutNul } from '../src/domain/storable-text';
+import { storable } from '../src/domain/storable-text';
 import type { Deps } from '../src/deps';
 import { documentAsText, findModel, type ProviderRegistry } from '../src/providers';
 import { pricedUsage } from './priced-usage';
@@ -80,7 +80,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       await withTransaction(deps.db, async (client) => {
         // Checked again under the lock: the run may have been closed while the summaries ran.
         assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
-        await appendEvents(client, input.sessionId, withoutNul([
+        await appendEvents(client, input.sessionId, storable([
           {
             type: 'session.compaction',
             content: [{ type: 'text', text: summary }],

@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { withoutNul } from '../src/domain/storable-text';
+import { storable } from '../src/domain/storable-text';
 import type { Deps } from '../src/deps';
 import { isDevelopment } from '../src/config';
 import { roleOf, searchDeferredTools, toolErrorEnvelope, validateToolInput } from '../src/domain/run-tools';
@@ -81,7 +81,7 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
       await withTransaction(deps.db, async (client) => {
         // Checked again under the lock: the run may have been closed while the tool ran.
         assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
-        await appendEvents(client, input.sessionId, withoutNul([
+        await appendEvents(client, input.sessionId, storable([
           {
             type: 'user.tool_result',
             content: [

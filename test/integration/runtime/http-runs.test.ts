@@ -363,14 +363,14 @@ test('a turn that only thought before calling a tool: its agent.message is liste
   expect(page.data.map((e: { type: string }) => e.type)).toEqual(['agent.tool_use', 'session.turn_usage']);
 });
 
-test('a NUL the model writes (a tool input, a reply echoing a text document) is stored as U+FFFD; the run ends normally', async () => {
+test('a NUL or an unpaired surrogate the model writes (a tool input, a reply echoing a text document) is stored as U+FFFD; the run ends normally', async () => {
   const sessionId = await newSession([{ type: 'echo', name: 'e' }]);
-  // The directive's JSON escape becomes a real U+0000 in the model's tool call (the client's text has none).
-  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:e {"message":"a\\u0000b"}]]' }] }])).status).toBe(200);
+  // The directive's JSON escapes become a real U+0000 and a lone surrogate in the model's tool call (the client's text has neither).
+  expect((await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:e {"message":"a\\u0000b\\ud800c"}]]' }] }])).status).toBe(200);
   const events = await waitForClosing(sessionId);
   expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
-  expect(events.find((e) => e.type === 'agent.tool_use')!.content[0].input).toEqual({ message: 'a\ufffdb' });
-  expect(JSON.stringify(events.find((e) => e.type === 'user.tool_result')!.content)).toContain('a\ufffdb');
+  expect(events.find((e) => e.type === 'agent.tool_use')!.content[0].input).toEqual({ message: 'a\ufffdb\ufffdc' });
+  expect(JSON.stringify(events.find((e) => e.type === 'user.tool_result')!.content)).toContain('a\ufffdb\ufffdc');
 
   const document = { type: 'document', source: { type: 'base64', media_type: 'text/plain', data: Buffer.from('ab\0cd').toString('base64') } };
   expect((await send(sessionId, [{ type: 'user.message', content: [document, { type: 'text', text: 'read this' }] }])).status).toBe(200);
