@@ -43,7 +43,8 @@ function presentSchema(model: ModelRecord) {
   if (model.provider !== 'anthropic') {
     properties.provider_options = {
       type: 'object',
-      ...(model.provider === 'google'
+      // (Only a model that reasons takes thinking_config, as only such a model takes reasoning_effort.)
+      ...(model.provider === 'google' && model.capabilities.includes('reasoning')
         ? { properties: { thinking_config: { type: 'object', properties: { thinking_budget: { type: 'integer' }, include_thoughts: { type: 'boolean' } } } } }
         : {}),
     };

@@ -120,6 +120,21 @@ describe('the official openai client against the gateway', () => {
     expect(modelTurn.parts.find((p) => p.functionCall)).toMatchObject({ thoughtSignature: (call as { extra_content?: { google?: { thought_signature?: string } } }).extra_content!.google!.thought_signature });
   });
 
+  test('a data: URL written in capitals (DATA:..;BASE64,) goes upstream inline, as its lower-case form does', async () => {
+    const image = 'iVBORw0KGgo=';
+    for (const [model, inline] of [
+      ['anthropic/claude-haiku-4-5', (body: any) => body.messages[0].content[0].source],
+      ['google/gemini-2.5-flash', (body: any) => body.contents[0].parts[0].inlineData],
+    ] as const) {
+      const response = await post({ model, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `DATA:Image/PNG;BASE64,${image}` } }, { type: 'text', text: 'what is it' }] }] });
+      expect(response.status).toBe(200);
+      const sent = inline(env.sim.requests.at(-1)!.body);
+      expect(JSON.stringify(sent)).toContain(image);
+      expect(JSON.stringify(sent)).toContain('image/png');
+      expect(JSON.stringify(sent)).not.toContain('DATA:');
+    }
+  });
+
   test("a model's refusal is message.refusal (content null), plain and streamed", async () => {
     const request = { model: 'openai/gpt-4o-mini', messages: [{ role: 'user' as const, content: 'something bad [[refuse]]' }] };
     const plain = await client.chat.completions.create(request);

@@ -39,6 +39,11 @@ describe('public model catalog', () => {
     const noTemperature = await json(await fetch(`${api.url}/v1/models/openai/gpt-5/schema`));
     expect(noTemperature.parameters.properties.temperature).toBeUndefined();
     expect((await fetch(`${api.url}/v1/models/openai/gpt-0/schema`)).status).toBe(404);
+    // thinking_config only where the model reasons, as reasoning_effort (a request with it elsewhere is 400).
+    const thinking = await json(await fetch(`${api.url}/v1/models/google/gemini-2.5-flash/schema`));
+    expect(thinking.parameters.properties.provider_options.properties.thinking_config).toBeDefined();
+    const plain = await json(await fetch(`${api.url}/v1/models/google/gemini-2.0-flash/schema`));
+    expect(plain.parameters.properties.provider_options).toEqual({ type: 'object' });
   });
 
   test('the openai client can list models', async () => {
