@@ -57,6 +57,28 @@ const upstreamAgent = new Agent({
 
 const USER_AGENT = 'agent-gateway';
 
+/** How long an error answer's body is waited for: it only decorates the error. */
+const ERROR_BODY_WAIT_MS = 5_000;
+
+/**
+ * An error answer's body, or '' if it does not arrive in ERROR_BODY_WAIT_MS (a 304 whose
+ * Content-Length promises a body that never comes kept the caller waiting for bodyTimeout).
+ */
+async function errorBody(body: Dispatcher.ResponseData['body']): Promise<string> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<string>((resolve) => {
+    timer = setTimeout(() => {
+      body.destroy();
+      resolve('');
+    }, ERROR_BODY_WAIT_MS);
+  });
+  try {
+    return await Promise.race([body.text().catch(() => ''), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const headerReader = (headers: Record<string, string | string[] | undefined>) => ({
   get(name: string): string | null {
     const value = headers[name.toLowerCase()];
@@ -96,7 +118,7 @@ export async function post(settings: TransportSettings, url: string, body: strin
   }
   const headers = headerReader(response.headers);
   if (response.statusCode < 200 || response.statusCode >= 300) {
-    const text = redactCredentials(await response.body.text().catch(() => ''), credentialsSent(url, options.headers));
+    const text = redactCredentials(await errorBody(response.body), credentialsSent(url, options.headers));
     detach();
     throw httpErrorFor(
       {

@@ -20,6 +20,10 @@ beforeAll(async () => {
         response.writeHead(200, { 'content-type': 'text/html' }).end('<html>a captive portal</html>');
       } else if (request.url === '/v1/chat/completions' && text.includes('empty-500')) {
         response.writeHead(500, { 'content-type': 'application/json' }).end();
+      } else if (request.url === '/v1/chat/completions' && text.includes('stalled-500')) {
+        // The body its Content-Length promises never comes (as with a 304 that declares one).
+        response.writeHead(500, { 'content-type': 'application/json', 'content-length': '100' });
+        response.write('{"error":');
       } else if (request.url === '/v1/chat/completions' && text.includes('empty-429')) {
         response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' }).end();
       } else {
@@ -70,3 +74,9 @@ test('an upstream rate limit with no body keeps its Retry-After', async () => {
   expect(response.headers.get('retry-after')).toBe('7');
   expect((await json(response)).error).toMatchObject({ type: 'upstream_error', code: 429 });
 });
+
+test('an upstream error whose body never finishes is answered once the short wait for it ends, not after the body timeout', async () => {
+  const response = await post('/v1/chat/completions', { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'stalled-500' }] });
+  expect(response.status).toBe(500);
+  expect((await json(response)).error).toMatchObject({ type: 'upstream_error', code: 500 });
+}, 30_000);
