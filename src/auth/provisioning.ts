@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import type { Queryable } from '../store/db';
 import { insertApiKey, type ApiKeyListing } from '../store/api-keys';
 import { insertServiceToken } from '../store/service-tokens';
@@ -34,7 +35,7 @@ export async function issueApiKey(db: Queryable, input: NewApiKey): Promise<ApiK
   return { ...record, key };
 }
 
-export async function issueServiceToken(db: Queryable, accountId: string, clientId: string): Promise<{ id: string; token: string }> {
+export async function issueServiceToken(db: Pool, accountId: string, clientId: string): Promise<{ id: string; token: string }> {
   const token = generateServiceToken();
   const { id } = await insertServiceToken(db, { accountId, clientId, hash: hashSecret(token) });
   return { id, token };

@@ -1,4 +1,5 @@
-import type { Queryable } from './db';
+import type { Pool } from 'pg';
+import { withTransaction, type Queryable } from './db';
 import { newId } from './ids';
 import { siteStatusOfClient } from './sites';
 
@@ -21,16 +22,20 @@ export class ClientIdTaken extends Error {}
  * credentials of two accounts under one client id would share what is keyed by it (the
  * site's status, its primary collection).
  */
-export async function insertServiceToken(db: Queryable, token: { accountId: string; clientId: string; hash: Buffer }): Promise<{ id: string }> {
+export async function insertServiceToken(pool: Pool, token: { accountId: string; clientId: string; hash: Buffer }): Promise<{ id: string }> {
   const id = newId('stok');
-  const { rowCount } = await db.query(
-    `INSERT INTO service_tokens (id, account_id, client_id, token_hash)
-       SELECT $1, $2, $3, $4
-        WHERE NOT EXISTS (SELECT 1 FROM service_tokens WHERE client_id = $3 AND account_id <> $2)
-          AND NOT EXISTS (SELECT 1 FROM site_clients WHERE client_id = $3 AND account_id <> $2)
-          AND NOT EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = $3 AND account_id <> $2)`,
-    [id, token.accountId, token.clientId, token.hash],
-  );
+  const { rowCount } = await withTransaction(pool, async (db) => {
+    // Two accounts asking for one new client id at once: one waits, then sees the other's token.
+    await db.query(`SELECT pg_advisory_xact_lock(hashtext('service-token-client:' || $1))`, [token.clientId]);
+    return db.query(
+      `INSERT INTO service_tokens (id, account_id, client_id, token_hash)
+         SELECT $1, $2, $3, $4
+          WHERE NOT EXISTS (SELECT 1 FROM service_tokens WHERE client_id = $3 AND account_id <> $2)
+            AND NOT EXISTS (SELECT 1 FROM site_clients WHERE client_id = $3 AND account_id <> $2)
+            AND NOT EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = $3 AND account_id <> $2)`,
+      [id, token.accountId, token.clientId, token.hash],
+    );
+  });
   if (rowCount !== 1) throw new ClientIdTaken(`client id ${token.clientId} belongs to another account`);
   return { id };
 }

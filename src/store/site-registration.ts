@@ -23,6 +23,7 @@ export class SiteRegistrationRefused extends Error {}
  * 2. else a site of the account already has this site_url → the site reconnected with a
  *    new client: it moves to the new client_id, keeping its site_id and secret;
  * 3. else → a new site with a fresh site_id and secret.
+ * A client whose site has since reconnected under a newer client registers nothing (409).
  * A revoked or suspended site is refused in 1 and 2 (403): a new client of the account must
  * not get the secret of a site an operator turned off, nor move it to itself.
  * Omitted `project_id` and `site_info` keep the stored values; `display_name` defaults to
@@ -38,10 +39,14 @@ export async function registerSite(
   return withTransaction(pool, async (client) => {
     await lockAccountRegistrations(client, caller.accountId);
     // The client's first account owns it for good, even after its site moved to a new client.
-    if ((await bindSiteClient(client, caller.clientId, caller.accountId)) !== caller.accountId) {
-      throw new SiteRegistrationConflict('this client was registered by another account');
-    }
+    const binding = await bindSiteClient(client, caller.clientId, caller.accountId);
+    if (binding.accountId !== caller.accountId) throw new SiteRegistrationConflict('this client was registered by another account');
     const existing = await findSiteByClientId(client, caller.clientId);
+    // A client whose site reconnected under a newer client is that site's past: it registers
+    // nothing more (it would move itself off the site, out of reach of the site's status).
+    if (binding.siteId && binding.siteId !== existing?.site_id) {
+      throw new SiteRegistrationConflict("this client's site has reconnected under a newer client; register with that one");
+    }
     const urlOwner = await findSiteByUrlKey(client, caller.accountId, urlKey);
     if (existing && urlOwner && urlOwner.site_id !== existing.site_id) {
       throw new SiteRegistrationConflict('site_url is already registered by another site of this account');

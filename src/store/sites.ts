@@ -35,14 +35,14 @@ export async function lockAccountRegistrations(client: Queryable, accountId: str
  * Binds a site client to the account that first registered it and returns that account.
  * A concurrent first registration by another account waits on the row and then sees it.
  */
-export async function bindSiteClient(db: Queryable, clientId: string, accountId: string): Promise<string> {
-  const { rows } = await db.query<{ account_id: string }>(
+export async function bindSiteClient(db: Queryable, clientId: string, accountId: string): Promise<{ accountId: string; siteId: string | null }> {
+  const { rows } = await db.query<{ account_id: string; site_id: string | null }>(
     `INSERT INTO site_clients (client_id, account_id) VALUES ($1, $2)
      ON CONFLICT (client_id) DO UPDATE SET client_id = EXCLUDED.client_id
-     RETURNING account_id`,
+     RETURNING account_id, site_id`,
     [clientId, accountId],
   );
-  return rows[0]!.account_id;
+  return { accountId: rows[0]!.account_id, siteId: rows[0]!.site_id };
 }
 
 /** Records that the client now speaks for this site (its credentials follow the site's status). */
@@ -51,19 +51,19 @@ export async function attachClientToSite(db: Queryable, clientId: string, siteId
 }
 
 /**
- * SQL for the status of the site a client speaks for (null when it has none), given the SQL
- * naming the credential's client id and account. Credentials of a site's earlier clients
- * follow it too. Only the client's own account's site counts: another account may hold a
- * credential of the same client id (refused at registration, 409) and no site of one
- * account may turn off another's credentials.
- */
-/**
  * FROM clause joining a session's client (`c.client_id`) and project (`p.id`) to the site that
  * client speaks for (`s`) in the project's account: earlier clients of a site that reconnected
  * included, another account's site of the same client id never.
  */
 export const SITE_OF_SESSION_CLIENT = 'site_clients c JOIN sites s ON s.site_id = c.site_id JOIN projects p ON p.account_id = c.account_id';
 
+/**
+ * SQL for the status of the site a client speaks for (null when it has none), given the SQL
+ * naming the credential's client id and account. Credentials of a site's earlier clients
+ * follow it too. Only the client's own account's site counts: another account may hold a
+ * credential of the same client id (refused at registration, 409) and no site of one
+ * account may turn off another's credentials.
+ */
 export const siteStatusOfClient = (clientIdSql: string, accountIdSql: string): string =>
   `(SELECT s.status FROM site_clients c JOIN sites s ON s.site_id = c.site_id WHERE c.client_id = ${clientIdSql} AND c.account_id = ${accountIdSql})`;
 

@@ -83,6 +83,21 @@ describe("a site's credentials follow its registration status", () => {
     }
   });
 
+  test("a client whose site reconnected under a newer client registers nothing more (it would move off the site's revocation)", async () => {
+    const first = await siteToken();
+    const url = siteUrl();
+    const site = await json(await register(first.token, { site_url: url, project_id: tenant.projectId }));
+    const second = await siteToken();
+    expect((await register(second.token, { site_url: url })).status).toBe(200);
+    const elsewhere = await register(first.token, { site_url: siteUrl() });
+    expect(elsewhere.status).toBe(409);
+    expect((await json(elsewhere)).error.message).toMatch(/reconnected under a newer client/);
+    expect((await register(first.token, { site_url: url })).status).toBe(409);
+    // Its credentials still follow the site it spoke for.
+    await setSiteStatus(api.deps.db, site.site_id, 'revoked');
+    expect((await fetch(`${api.url}/v1/agents?project_id=${tenant.projectId}`, { headers: bearer(first.token) })).status).toBe(401);
+  });
+
   test('revoking is final: a revoked site is not activated or suspended again; a suspended one is activated', async () => {
     const { token } = await siteToken();
     const site = await json(await register(token, { site_url: siteUrl() }));
@@ -113,6 +128,15 @@ describe("a site's credentials follow its registration status", () => {
 });
 
 describe('a client id belongs to one account', () => {
+  test('two accounts asking for one new client id at the same moment: exactly one gets it', async () => {
+    const other = await createTenant(api.deps.db);
+    for (let round = 0; round < 10; round++) {
+      const clientId = uniqueId('race-');
+      const outcomes = await Promise.allSettled([createServiceToken(api.deps.db, tenant.accountId, clientId), createServiceToken(api.deps.db, other.accountId, clientId)]);
+      expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    }
+  });
+
   test.each([
     ['holds a service token of it', async (clientId: string) => void (await createServiceToken(api.deps.db, tenant.accountId, clientId))],
     ['registered a site with it', async (clientId: string) => void (await register(await createServiceToken(api.deps.db, tenant.accountId, clientId), { site_url: siteUrl() }))],
