@@ -228,9 +228,11 @@ const anyFilterValue = z.string().refine((v) => codePoints(v) <= KB_LIMITS.filte
 export const filterValue = anyFilterValue.min(1);
 export const metadataFilterValue = anyFilterValue;
 
+// (The array's length is checked after the union, whose one message would otherwise hide which rule failed.)
 const oneOrManyOf = (value: z.ZodType<string>, empty: string) =>
   z
-    .union([value, z.array(value).min(1).max(KB_LIMITS.filterValues)], { error: `must be a ${empty}string or a non-empty array of strings` })
+    .union([value, z.array(value).min(1)], { error: `must be a ${empty}string or a non-empty array of strings` })
+    .refine((v) => !Array.isArray(v) || v.length <= KB_LIMITS.filterValues, `at most ${KB_LIMITS.filterValues} values`)
     .transform((v) => (Array.isArray(v) ? v : [v]));
 const oneOrMany = oneOrManyOf(filterValue, 'non-empty ');
 

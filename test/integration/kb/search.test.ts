@@ -56,6 +56,11 @@ describe('filters', () => {
     expect(refused.status).toBe(400);
     expect(refused.body.error.message).toMatch(/filters\.metadata: at most 64 metadata keys/);
     expect((await kb.search(collection, { query: 'x', filters: { metadata: fields(65) } })).status).toBe(400);
+    // Values per field: at most 100, and the answer says so.
+    const values = (n: number) => Array.from({ length: n }, (_, i) => `v${i}`);
+    expect((await kb.search(collection, { filters: { metadata: { f: values(100) } } })).status).toBe(200);
+    const many = await kb.search(collection, { filters: { metadata: { f: values(101) }, type: values(101) } });
+    expect([many.status, many.body.error.message]).toEqual([400, expect.stringMatching(/at most 100 values/)]);
   });
 
   test('created_at and modified_at: gte/lte inclusive; documents without the date never match', async () => {
