@@ -50,7 +50,7 @@ async function main(): Promise<void> {
         ),
       ),
       restart: { type: 'boolean' },
-      help: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
     },
   });
   const flags = Object.fromEntries(Object.entries(values).map(([name, value]) => [name, value === true ? 'true' : value === false ? undefined : value])) as Flags;
@@ -131,7 +131,7 @@ async function run(command: string, positionals: string[], flags: Flags, db: Ret
       return { data: await listApiKeys(db, await existingProject(db, need(flags, 'project'))) };
     case 'credits grant': {
       const credits = need(flags, 'credits');
-      if (!/^\d+(\.\d{1,9})?$/.test(credits)) throw new Error('--credits must be a positive number');
+      if (!/^\d+(\.\d{1,9})?$/.test(credits)) throw new Error('--credits must be a positive decimal number with at most 9 decimals (e.g. 100 or 0.5)');
       const [whole, fraction = ''] = credits.split('.');
       const nano = BigInt(whole!) * NANO_PER_CREDIT + BigInt(fraction.padEnd(9, '0'));
       if (nano > MAX_GRANT_NANO) throw new Error(`--credits must be at most ${MAX_GRANT_NANO / NANO_PER_CREDIT}`);
