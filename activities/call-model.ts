@@ -153,8 +153,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       let turn: Assembled;
       const started = Date.now();
       try {
-        // As the log will hold it (a retried turn reads it back from there), NUL-free.
-        turn = storable(await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started)));
+        turn = await heartbeating(async (signal) => assemble(await providers.stream(request, { signal }), started));
       } catch (error) {
         if (error instanceof ContextWindowExceededError) {
           return { stop: 'end_turn', serverToolCalls: [], clientToolCalls: [], usage: zeroUsage(), contextTokens: 0, needsCompaction: true };
@@ -167,6 +166,14 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       }
 
       const usage = pricedUsage(model, turn.usage);
+      try {
+        // As the log will hold it (a retried turn reads it back from there): storable text only.
+        turn = storable(turn);
+      } catch (error) {
+        // (Output nested too deep to copy: the call was made and is billed, the run cannot go on.)
+        await recordAttempt(usage).catch(() => undefined);
+        throw toRunFailure(error);
+      }
       const credits = usage.credits_nano;
       const totalTokens = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens + usage.output_tokens;
       const stop: TurnOutcome['stop'] =

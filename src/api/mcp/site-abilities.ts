@@ -140,11 +140,14 @@ async function callSite(site: SiteTarget, actingUser: string, method: 'GET' | 'P
   if (!response.ok) {
     const detail = parsed as { code?: unknown; message?: unknown } | undefined;
     const message = typeof detail?.message === 'string' ? detail.message : `HTTP ${response.status}`;
-    if (typeof detail?.code === 'string') throw new SiteCallError(`the site refused the call: ${message}`, detail.code);
-    // A 404 that names no code is the site's endpoint missing (the plugin not installed or not
-    // active), not an absent site (`not_found` says the site is not in the key's project).
-    if (response.status === 404) throw new SiteCallError(`the site refused the call: ${message} (its abilities endpoint was not found: is the plugin installed and active?)`, 'unavailable');
-    throw new SiteCallError(`the site refused the call: ${message}`, 'execution_failed');
+    const code = typeof detail?.code === 'string' ? detail.code : undefined;
+    // A 404 that names no code, or WordPress's own `rest_no_route`, is the site's endpoint
+    // missing (the plugin not installed or not active), not an absent site (`not_found` says
+    // the site is not in the key's project).
+    if (response.status === 404 && (code === undefined || code === 'rest_no_route')) {
+      throw new SiteCallError(`the site answered HTTP 404: its abilities endpoint was not found (is the plugin installed and active?)`, 'unavailable');
+    }
+    throw new SiteCallError(`the site refused the call: ${message}`, code ?? 'execution_failed');
   }
   return parsed;
 }

@@ -1,17 +1,19 @@
 import Router from '@koa/router';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, InitializeRequestSchema, JSONRPCMessageSchema, ListToolsRequestSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, InitializeRequestSchema, JSONRPCMessageSchema, ListToolsRequestSchema, PingRequestSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { firstIssue } from '../../first-issue';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
-import { buildMcpServer, TOOL_INPUTS, toolError, type ToolName } from '../mcp/tools';
+import { buildMcpServer, TOOL_INPUTS, toolError } from '../mcp/tools';
 import { ApiError } from '../errors';
 import { jsonBody } from '../middleware/json-body';
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 
 const MCP_BODY_LIMIT_BYTES = 1024 * 1024;
+/** Messages in one batch (the SDK transport's own limit, applied to the whole batch before any is answered). */
+const MAX_BATCH = 100;
 
 /**
  * POST /v1/mcp: MCP over Streamable HTTP, stateless (no session id; every POST carries its
@@ -31,13 +33,13 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
       const body = ctx.request.body;
       const batch = Array.isArray(body);
       // Requests the gateway answers itself (params or arguments the schemas refuse, unknown
-      // tools): nothing of them runs. The rest go to the MCP server. (Only for requests the
-      // transport would take: it answers a wrong Accept with 406 first.)
-      const accept = ctx.get('accept');
-      const checked = accept.includes('application/json') && accept.includes('text/event-stream');
+      // tools): nothing of them runs. The rest go to the MCP server. (Only for a body the
+      // transport takes: its own refusals of the whole request, a wrong Accept say, come first.)
+      const messages: unknown[] = batch ? body : [body];
+      const checked = !transportRefuses(ctx, messages);
       const replies: unknown[] = [];
       const forward: unknown[] = [];
-      for (const message of batch ? body : [body]) {
+      for (const message of messages) {
         const answer = checked ? preAnswer(message) : undefined;
         if (answer) replies.push(answer);
         else forward.push(message);
@@ -50,9 +52,9 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
           // The transport's own refusals (406, 415, ...) and a notifications-only 202, as it gave them,
           // unless the gateway answered some requests of the batch itself.
           if (replies.length === 0 || response.status !== 202) {
-            ctx.status = response.status;
             response.headers.forEach((value, name) => ctx.set(name, value));
-            ctx.body = text;
+            ctx.body = text || null; // (an explicit null: a 202 has no body, and no content type either)
+            ctx.status = response.status; // (after the body: a null body would make it 204)
             return;
           }
         } else {
@@ -60,9 +62,9 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
           replies.push(...(Array.isArray(answered) ? answered : [answered]));
         }
       }
-      ctx.status = replies.length > 0 ? 200 : 202;
       // A batch is answered with an array, a one-request batch too (JSON-RPC 2.0, section 6).
-      if (replies.length > 0) ctx.body = batch ? replies : replies[0];
+      ctx.body = replies.length > 0 ? (batch ? replies : replies[0]) : null;
+      ctx.status = replies.length > 0 ? 200 : 202;
     },
   );
   return router;
@@ -74,30 +76,47 @@ export function mcpRouter(deps: Deps): Router<AppState, AppContext> {
  * transport's close never settles the request it is handling).
  */
 async function handleWithServer(deps: Deps, ctx: AppContext, parsedBody: unknown): Promise<Response | undefined> {
-  const server = buildMcpServer(deps, ctx.state.principal!);
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  const closed = new Promise<undefined>((resolve) =>
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) ctx.state.clientClosed = true;
-      void transport.close();
-      void server.close();
-      resolve(undefined);
-    }),
-  );
-  await server.connect(transport);
   const headers = new Headers();
   for (const [name, value] of Object.entries(ctx.req.headers)) {
     // (The body is handed over parsed: its length and framing no longer apply.)
     if (value === undefined || name === 'content-length' || name === 'transfer-encoding') continue;
     headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
-  const request = new Request(`http://${ctx.host || 'localhost'}${ctx.url}`, { method: 'POST', headers });
+  // A fixed origin: the transport reads nothing of the URL, and a Host header or an
+  // absolute-form request line must not be able to make it unparseable.
+  const request = new Request('http://gateway.invalid/v1/mcp', { method: 'POST', headers });
+  const server = buildMcpServer(deps, ctx.state.principal!);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   try {
+    const closed = new Promise<undefined>((resolve) =>
+      ctx.res.once('close', () => {
+        if (!ctx.res.writableFinished) ctx.state.clientClosed = true;
+        void transport.close(); // aborts the handlers in flight (their site calls included)
+        resolve(undefined);
+      }),
+    );
+    await server.connect(transport);
     return await Promise.race([transport.handleRequest(request, { parsedBody }), closed]);
   } finally {
     void transport.close();
     void server.close();
   }
+}
+
+/**
+ * Whether the transport refuses the request as a whole (so the gateway answers none of its
+ * messages itself): a wrong Accept (406), a body not sent as application/json (415), an
+ * unsupported Mcp-Protocol-Version on a request after initialization, or an initialize
+ * that is not alone (400).
+ */
+function transportRefuses(ctx: AppContext, messages: unknown[]): boolean {
+  const accept = ctx.get('accept');
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return true;
+  if (ctx.request.type !== 'application/json') return true;
+  const initializing = messages.some((message) => (message as { method?: unknown }).method === 'initialize');
+  if (initializing) return messages.length > 1;
+  const version = ctx.get('mcp-protocol-version');
+  return version !== '' && !SUPPORTED_PROTOCOL_VERSIONS.includes(version);
 }
 
 /**
@@ -135,6 +154,7 @@ function jsonRpcBody(limitBytes: number): Middleware {
  */
 function notJsonRpc(body: unknown): string | undefined {
   if (Array.isArray(body) && body.length === 0) return 'an empty batch';
+  if (Array.isArray(body) && body.length > MAX_BATCH) return `a batch holds at most ${MAX_BATCH} messages`;
   const ids = new Set<string | number>();
   for (const message of Array.isArray(body) ? body : [body]) {
     if (typeof message !== 'object' || message === null || Array.isArray(message) || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
@@ -152,6 +172,9 @@ function notJsonRpc(body: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** Each tool's arguments as the SDK reads them (unknown keys dropped). */
+const TOOL_ARGUMENTS: Record<string, z.ZodType> = Object.fromEntries(Object.entries(TOOL_INPUTS).map(([name, input]) => [name, z.object(input)]));
 
 /** The SDK's own schemas of the requests this server answers: their params are checked with them first. */
 const REQUEST_SCHEMAS: Record<string, { safeParse(value: unknown): { success: boolean; error?: unknown } }> = {
@@ -176,9 +199,8 @@ function preAnswer(message: unknown): Record<string, unknown> | undefined {
   if (!parsed.success) return { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: `Invalid params: ${firstIssue(parsed.error as z.ZodError, 'params').text}` } };
   if (m.method !== 'tools/call') return undefined;
   const name = String(m.params?.name);
-  const input = TOOL_INPUTS[name as ToolName];
-  if (!input) return { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: `Invalid params: unknown tool '${name}'` } };
-  const args = z.object(input).safeParse(m.params?.arguments ?? {}); // (unknown keys dropped, as the SDK does)
+  if (!Object.hasOwn(TOOL_ARGUMENTS, name)) return { jsonrpc: '2.0', id: m.id, error: { code: -32602, message: `Invalid params: unknown tool '${name}'` } };
+  const args = TOOL_ARGUMENTS[name]!.safeParse(m.params?.arguments ?? {});
   return args.success ? undefined : { jsonrpc: '2.0', id: m.id, result: toolError('invalid_input', firstIssue(args.error, 'arguments').text) };
 }
 

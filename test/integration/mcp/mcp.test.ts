@@ -9,6 +9,7 @@ import { createKey, createServiceToken, createTenant, json, type Tenant } from '
 import { revokeApiKey } from '../../../src/store/api-keys';
 import { connectSiteUser, setSiteStatus } from '../../../src/store/sites';
 import { sign } from '../../../src/api/mcp/site-abilities';
+import { TOOL_INPUTS } from '../../../src/api/mcp/tools';
 
 /**
  * A small HTTP server playing a registered site: it verifies the gateway's HMAC signature
@@ -135,6 +136,8 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     expect(client.getServerVersion()?.name).toBe('agent-gateway');
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name).sort()).toEqual(['list_account_sites', 'list_site_abilities', 'ping', 'run_site_ability']);
+    // The route checks calls against TOOL_INPUTS before the server sees them: the two lists are one.
+    expect(Object.keys(TOOL_INPUTS).sort()).toEqual(tools.tools.map((t) => t.name).sort());
     const pong = await client.callTool({ name: 'ping', arguments: {} });
     expect(structured(pong)).toEqual({ message: 'pong', project_id: tenant.projectId });
     await client.close();
@@ -245,10 +248,13 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
     await client.close();
   });
 
-  test("a site whose abilities endpoint is missing (a bare 404: the plugin not installed) is unavailable, not not_found", async () => {
+  test.each([
+    ['an HTML page', 'text/html', '<h1>Not Found</h1>'],
+    ["WordPress's rest_no_route", 'application/json', JSON.stringify({ code: 'rest_no_route', message: 'No route was found matching the URL and request method.', data: { status: 404 } })],
+  ])("a site whose abilities endpoint is missing (a 404 with %s: the plugin not installed) is unavailable, not not_found", async (_, type, page) => {
     const bare = createServer((_request, response) => {
-      response.writeHead(404, { 'content-type': 'text/html' });
-      response.end('<h1>Not Found</h1>');
+      response.writeHead(404, { 'content-type': type });
+      response.end(page);
     });
     await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
     try {
@@ -260,7 +266,7 @@ describe('POST /v1/mcp with the official MCP SDK client', () => {
       const client = await connect(key);
       const result = await client.callTool({ name: 'list_site_abilities', arguments: { site_id: registered.site_id } });
       expect(result.isError).toBe(true);
-      expect(structured(result).error).toEqual({ code: 'unavailable', message: expect.stringMatching(/HTTP 404.*plugin installed/) });
+      expect(structured(result).error).toEqual({ code: 'unavailable', message: expect.stringMatching(/404.*plugin installed/) });
       await client.close();
     } finally {
       bare.close();
@@ -405,6 +411,24 @@ describe('POST /v1/mcp: credentials', () => {
     // JSON that is not JSON-RPC by the MCP schema (a fractional id) is an Invalid Request too, not a parse error.
     const fractional = await rawCall(tenant.key, { jsonrpc: '2.0', id: 1.5, method: 'ping' });
     expect([fractional.status, (await json(fractional)).error.code]).toEqual([400, -32600]);
+  });
+
+  test('a batch over 100 messages is refused whole; inherited names are unknown tools; a request the transport refuses as a whole is not answered in part', async () => {
+    const ping = (id: number) => ({ jsonrpc: '2.0', id, method: 'ping' });
+    const unknown = (id: number, name = 'nosuch') => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } });
+    const big = await rawCall(tenant.key, [...Array.from({ length: 60 }, (_, i) => unknown(i)), ...Array.from({ length: 41 }, (_, i) => ping(100 + i))]);
+    expect([big.status, (await json(big)).error]).toEqual([400, { code: -32600, message: 'Invalid Request: a batch holds at most 100 messages' }]);
+    for (const name of ['constructor', 'toString', '__proto__']) {
+      expect((await json(await rawCall(tenant.key, unknown(1, name)))).error).toEqual({ code: -32602, message: `Invalid params: unknown tool '${name}'` });
+    }
+    const badVersion = await fetch(`${api.url}/v1/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '1999-01-01' },
+      body: JSON.stringify([unknown(1), ping(2)]),
+    });
+    expect([badVersion.status, (await json(badVersion)).error.message]).toEqual([400, expect.stringMatching(/Unsupported protocol version/)]);
+    const notification = await rawCall(tenant.key, { jsonrpc: '2.0', method: 'notifications/initialized' });
+    expect([notification.status, notification.headers.get('content-type'), await notification.text()]).toEqual([202, null, '']);
   });
 
   test('initialize says the tool list never changes (no server stream could announce it)', async () => {
