@@ -58,8 +58,12 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
           break;
         case 'deferred': {
           // A loaded deferred tool reaches here only with a malformed input, or when one turn
-          // named it twice before it was loaded: the second call is answered like the first.
-          const loaded = buildConversation(context).loadedTools.has(input.call.name);
+          // named it twice before it was loaded: the second call is answered like the first, so
+          // "loaded" is read as of the turn that made the call (the first call's tool_loaded
+          // result, written since, does not count for its sibling).
+          const calledAt = context.events.find((event) => event.type === 'agent.tool_use' && (event.content as Array<{ id?: string }>).some((block) => block.id === input.call.id));
+          const before = calledAt ? context.events.filter((event) => Number(event.seq) < Number(calledAt.seq)) : context.events;
+          const loaded = buildConversation({ ...context, events: before }).loadedTools.has(input.call.name);
           const problem = loaded ? validateToolInput(role.entry.input_schema ?? { type: 'object' }, args) : null;
           answer = problem
             ? failure('invalid_input', problem.message, problem.field, true)

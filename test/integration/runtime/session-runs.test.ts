@@ -236,11 +236,13 @@ test('random_number takes JSON integers only: null, numeric strings, booleans an
   expect(results[3].content).toBe('1');
 });
 
-test('a deferred tool named twice in one turn is loaded once and both calls are answered tool_loaded', async () => {
+test('a deferred tool named twice in one turn is loaded once and both calls are answered tool_loaded, even a malformed second one', async () => {
   const session = await createAgentAndSession(api.deps, tenant.projectId, {
     tools: [{ name: 'book', description: 'books a table', defer_loading: true, input_schema: { type: 'object', properties: { seats: { type: 'integer' } }, required: ['seats'] } }],
   });
-  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool-unoffered:book {"seats":2}]] [[tool-unoffered:book {"seats":3}]]') }]);
+  // Neither call was made with the tool in the model's list: the first one's tool_loaded result,
+  // written before the second call runs, must not get the second one validated.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool-unoffered:book {"seats":2}]] [[tool-unoffered:book {"seats":"bad"}]]') }]);
   const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing');
   expect(event.stop_reason).toBe('end_turn');
   const results = events.filter((e) => e.type === 'user.tool_result').flatMap((e) => e.content);
