@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
-import { Base64Text, optionalOrNull } from './fields';
+import { BASE64_PAYLOAD_RULE, hasBase64Payload, optionalOrNull } from './fields';
 import { ToolInputSchema } from './json-schema';
 
 /**
@@ -12,12 +12,6 @@ export const MAX_STOP_SEQUENCES = 4;
 
 const TextPart = z.strictObject({ type: z.literal('text'), text: z.string() });
 
-/** A `data:...;base64,` URL's payload is base64 a provider can decode (bad bytes would fail there, in its shape). */
-const base64Payload = (url: string) => {
-  const comma = url.indexOf(',');
-  return !/^data:/i.test(url) || (comma > 0 && Base64Text.safeParse(url.slice(comma + 1)).success);
-};
-const BASE64_PAYLOAD = 'the data: URL must carry standard base64 (A-Z a-z 0-9 + /, padded with =), not nothing';
 const ImageUrlPart = z.strictObject({
   type: z.literal('image_url'),
   // What a provider can read: a link it fetches, or the image inline.
@@ -25,7 +19,7 @@ const ImageUrlPart = z.strictObject({
     url: z
       .string()
       .regex(/^(https?:\/\/\S+|data:image\/[\w.+-]+;base64,)/i, 'must be an http(s) URL or a data:image/...;base64, URL')
-      .refine(base64Payload, BASE64_PAYLOAD),
+      .refine(hasBase64Payload, BASE64_PAYLOAD_RULE),
     detail: z.enum(['auto', 'low', 'high']).optional(),
   }),
 });
@@ -38,7 +32,7 @@ const FilePart = z.strictObject({
       file_data: z
         .string()
         .regex(/^data:[^;,]+;base64,/, 'file_data must be a data: URL with base64 content (data:application/pdf;base64,...)')
-        .refine(base64Payload, BASE64_PAYLOAD)
+        .refine(hasBase64Payload, BASE64_PAYLOAD_RULE)
         .optional(),
       file_id: z.string().optional(),
       filename: z.string().optional(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Base64Text, codePoints } from './fields';
+import { BASE64_PAYLOAD_RULE, Base64Text, codePoints, hasBase64Payload, parseDataUrl } from './fields';
 
 /**
  * Content helpers: taxonomy suggestion, image generation, image alt-text, speech and
@@ -389,7 +389,8 @@ export const ALT_TEXT_BODY_LIMIT_BYTES = base64BodyLimit(MAX_ALT_TEXT_IMAGE_BYTE
 export const ALT_TEXT_DEFAULT_MAX_LENGTH = 125;
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
 
-const DATA_URL = /^data:(image\/(?:png|jpeg|gif|webp));base64,(.*)$/s;
+/** A data: URL of one of the image types a provider reads. */
+const isImageDataUrl = (url: string) => (IMAGE_TYPES as readonly string[]).includes(parseDataUrl(url)?.mediaType ?? '');
 
 export const AltTextRequest = z
   .strictObject({
@@ -398,11 +399,8 @@ export const AltTextRequest = z
     image_url: z
       .string()
       .max(base64Length(MAX_ALT_TEXT_IMAGE_BYTES) + 64)
-      .refine((value) => /^https?:\/\/[^\s]+$/i.test(value) || DATA_URL.test(value), 'must be an http(s) URL or a data:image/(png|jpeg|gif|webp);base64 URL')
-      .refine((value) => {
-        const data = DATA_URL.exec(value);
-        return !data || Base64Text.safeParse(data[2]).success;
-      }, 'the data: URL must carry standard base64 (A-Z a-z 0-9 + /, padded with =), not nothing')
+      .refine((value) => /^https?:\/\/[^\s]+$/i.test(value) || isImageDataUrl(value), 'must be an http(s) URL or a data:image/(png|jpeg|gif|webp);base64 URL')
+      .refine(hasBase64Payload, BASE64_PAYLOAD_RULE)
       .optional(),
     image_base64: Base64Text.optional(),
     mime_type: z.enum(IMAGE_TYPES).optional(),
@@ -424,8 +422,8 @@ export type AltTextImage = { kind: 'url'; url: string } | { kind: 'base64'; medi
 /** The image to describe, with data URLs unpacked (their size is checked like image_base64). */
 export function altTextImage(request: AltTextRequest): AltTextImage {
   if (request.image_base64 !== undefined) return { kind: 'base64', media_type: request.mime_type ?? 'image/png', data: request.image_base64 };
-  const data = DATA_URL.exec(request.image_url!);
-  return data ? { kind: 'base64', media_type: data[1]!, data: data[2]! } : { kind: 'url', url: request.image_url! };
+  const data = parseDataUrl(request.image_url!);
+  return data ? { kind: 'base64', media_type: data.mediaType, data: data.data } : { kind: 'url', url: request.image_url! };
 }
 
 export function altTextInstructions(request: AltTextRequest): string {

@@ -69,5 +69,21 @@ export const Base64Text = z
   .min(1, 'must not be empty')
   .refine((value) => value.length % 4 === 0 && BASE64.test(value), 'must be standard base64 (A-Z a-z 0-9 + /, padded with =)');
 
+/**
+ * A `data:<media type>;base64,<payload>` URL unpacked (the scheme and `;base64` in any case, as
+ * RFC 2397 allows; the media type lower-cased), or undefined for any other URL.
+ */
+export function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
+  const match = /^data:([^;,]+);base64,(.*)$/is.exec(url);
+  return match ? { mediaType: match[1]!.toLowerCase(), data: match[2]! } : undefined;
+}
+
+/** A data: URL's payload is base64 a provider can decode (bad bytes would fail there, in its own shape). */
+export const hasBase64Payload = (url: string): boolean => {
+  const parsed = parseDataUrl(url);
+  return !parsed || Base64Text.safeParse(parsed.data).success;
+};
+export const BASE64_PAYLOAD_RULE = 'the data: URL must carry standard base64 (A-Z a-z 0-9 + /, padded with =), not nothing';
+
 /** A media type without parameters: `application/pdf`, `text/markdown`. */
 export const MediaType = z.string().regex(/^[A-Za-z0-9][\w.+-]*\/[A-Za-z0-9][\w.+-]*$/, 'must be a media type such as application/pdf');

@@ -1,3 +1,4 @@
+import { parseDataUrl } from '../../domain/fields';
 import { THINKING_BUDGETS } from '../reasoning';
 import { documentAsText, type ImageSource, type UnifiedMessage, type UnifiedRequest } from '../types';
 
@@ -75,8 +76,8 @@ function thinkingConfig(request: UnifiedRequest): Record<string, unknown> | unde
 
 function inline(source: ImageSource): Record<string, unknown> {
   if (source.kind === 'base64') return { inlineData: { mimeType: source.media_type, data: source.data } };
-  const data = /^data:([^;]+);base64,(.*)$/.exec(source.url);
-  return data ? { inlineData: { mimeType: data[1], data: data[2] } } : { fileData: { fileUri: source.url } };
+  const data = parseDataUrl(source.url);
+  return data ? { inlineData: { mimeType: data.mediaType, data: data.data } } : { fileData: { fileUri: source.url } };
 }
 
 function convertMessage(message: UnifiedMessage, toolNames: Map<string, string>): { role: string; parts: Record<string, unknown>[] } {

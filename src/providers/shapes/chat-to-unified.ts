@@ -1,3 +1,4 @@
+import { parseDataUrl } from '../../domain/fields';
 import type { ChatCompletionRequest, ChatMessage } from '../../domain/chat';
 import type { ModelRecord } from '../catalog';
 import { parseToolInput } from '../tool-input';
@@ -6,18 +7,15 @@ import type { AssistantPart, DocumentPart, ImageSource, TextPart, UnifiedMessage
 const textOf = (content: string | Array<{ text: string }> | null | undefined): string =>
   content == null ? '' : typeof content === 'string' ? content : content.map((part) => part.text).join('');
 
-// A data: URL's scheme and `;base64` are case-insensitive (RFC 2397), as the request's validation reads them.
-const DATA_URL = /^data:([^;,]+);base64,(.*)$/is;
-
 export function imageSourceFromUrl(url: string): ImageSource {
-  const data = DATA_URL.exec(url);
-  return data ? { kind: 'base64', media_type: data[1]!.toLowerCase(), data: data[2]! } : { kind: 'url', url };
+  const data = parseDataUrl(url);
+  return data ? { kind: 'base64', media_type: data.mediaType, data: data.data } : { kind: 'url', url };
 }
 
 /** An OpenAI `file` part (validated: inline base64 data) → a document the adapters hand on natively. */
 function documentFromFile(file: { file_data?: string; filename?: string }): DocumentPart {
-  const [, mediaType, data] = DATA_URL.exec(file.file_data ?? '') ?? [];
-  return { type: 'document', source: { type: 'base64', media_type: mediaType?.toLowerCase() ?? 'application/octet-stream', data: data ?? '' }, ...(file.filename ? { title: file.filename } : {}) };
+  const data = parseDataUrl(file.file_data ?? '');
+  return { type: 'document', source: { type: 'base64', media_type: data?.mediaType ?? 'application/octet-stream', data: data?.data ?? '' }, ...(file.filename ? { title: file.filename } : {}) };
 }
 
 /** OpenAI chat request (validated) → hub request. System messages anywhere become the system prompt. */
