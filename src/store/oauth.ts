@@ -1,6 +1,6 @@
 import type { Queryable } from './db';
 import { newId } from './ids';
-import { siteStatusOfClient } from './sites';
+import { siteOfClient } from './sites';
 
 export interface OAuthClientRow {
   client_id: string;
@@ -30,7 +30,7 @@ export async function insertOAuthClient(
 
 export async function findOAuthClient(db: Queryable, clientId: string): Promise<OAuthClientRow | undefined> {
   const { rows } = await db.query<OAuthClientRow>(
-    `SELECT o.client_id, o.client_secret_hash, o.account_id, o.registered_by, o.metadata, o.created_at, o.revoked_at, ${siteStatusOfClient('o.client_id', 'o.account_id')} AS site_status
+    `SELECT o.client_id, o.client_secret_hash, o.account_id, o.registered_by, o.metadata, o.created_at, o.revoked_at, ${siteOfClient('status', 'o.client_id', 'o.account_id')} AS site_status
        FROM oauth_clients o WHERE o.client_id = $1`,
     [clientId],
   );
@@ -62,7 +62,7 @@ export async function insertOAuthAccessToken(
 
 export async function findOAuthAccessTokenByHash(db: Queryable, hash: Buffer): Promise<OAuthAccessTokenRecord | undefined> {
   const { rows } = await db.query<OAuthAccessTokenRecord>(
-    `SELECT t.id, t.client_id, t.account_id, t.scope, t.expires_at, t.revoked_at, ${siteStatusOfClient('t.client_id', 't.account_id')} AS site_status
+    `SELECT t.id, t.client_id, t.account_id, t.scope, t.expires_at, t.revoked_at, ${siteOfClient('status', 't.client_id', 't.account_id')} AS site_status
        FROM oauth_access_tokens t WHERE t.token_hash = $1`,
     [hash],
   );

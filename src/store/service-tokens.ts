@@ -1,9 +1,9 @@
 import type { Pool } from 'pg';
 import { withTransaction, type Queryable } from './db';
 import { newId } from './ids';
-import { siteStatusOfClient } from './sites';
+import { siteOfClient } from './sites';
 
-const SERVICE_TOKEN_COLUMNS = `t.id, t.account_id, t.client_id, t.revoked_at, ${siteStatusOfClient('t.client_id', 't.account_id')} AS site_status`;
+const SERVICE_TOKEN_COLUMNS = `t.id, t.account_id, t.client_id, t.revoked_at, ${siteOfClient('status', 't.client_id', 't.account_id')} AS site_status`;
 
 export interface ServiceTokenRecord {
   id: string;

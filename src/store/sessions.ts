@@ -1,4 +1,4 @@
-import { SITE_OF_SESSION_CLIENT } from './sites';
+import { accountOfProject, siteOfClient } from './sites';
 import type { Queryable } from './db';
 import { CURSOR_AT, presentAgent, type AgentRow } from './agents';
 import type { RunState } from '../domain/events';
@@ -162,10 +162,10 @@ export async function saveRunState(client: Queryable, id: string, state: RunStat
  */
 export async function isAsyncExecutionEnabled(db: Queryable, session: { client_id: string | null; project_id: string }): Promise<boolean> {
   if (!session.client_id) return true;
-  const { rows } = await db.query<{ enabled: boolean }>(
-    `SELECT s.async_execution_enabled AS enabled FROM ${SITE_OF_SESSION_CLIENT} WHERE c.client_id = $1 AND p.id = $2`,
-    [session.client_id, session.project_id],
-  );
+  const { rows } = await db.query<{ enabled: boolean | null }>(`SELECT ${siteOfClient('async_execution_enabled', '$1', accountOfProject('$2'))} AS enabled`, [
+    session.client_id,
+    session.project_id,
+  ]);
   return rows[0]?.enabled ?? true;
 }
 

@@ -51,21 +51,19 @@ export async function attachClientToSite(db: Queryable, clientId: string, siteId
 }
 
 /**
- * FROM clause joining a session's client (`c.client_id`) and project (`p.id`) to the site that
- * client speaks for (`s`) in the project's account: earlier clients of a site that reconnected
- * included, another account's site of the same client id never.
- */
-export const SITE_OF_SESSION_CLIENT = 'site_clients c JOIN sites s ON s.site_id = c.site_id JOIN projects p ON p.account_id = c.account_id';
-
-/**
- * SQL for the status of the site a client speaks for (null when it has none), given the SQL
+ * SQL for one column of the site a client speaks for (null when it has none), given the SQL
  * naming the credential's client id and account. Credentials of a site's earlier clients
  * follow it too. Only the client's own account's site counts: another account may hold a
  * credential of the same client id (refused at registration, 409) and no site of one
- * account may turn off another's credentials.
+ * account may reach another's credentials or sessions. (Its aliases are its own, so any
+ * query can embed it.)
  */
-export const siteStatusOfClient = (clientIdSql: string, accountIdSql: string): string =>
-  `(SELECT s.status FROM site_clients c JOIN sites s ON s.site_id = c.site_id WHERE c.client_id = ${clientIdSql} AND c.account_id = ${accountIdSql})`;
+export const siteOfClient = (column: 'status' | 'async_execution_enabled', clientIdSql: string, accountIdSql: string): string =>
+  `(SELECT site_of_client.${column} FROM site_clients client_binding JOIN sites site_of_client ON site_of_client.site_id = client_binding.site_id
+     WHERE client_binding.client_id = ${clientIdSql} AND client_binding.account_id = ${accountIdSql})`;
+
+/** The account of a project, as SQL (for siteOfClient from a session's project). */
+export const accountOfProject = (projectIdSql: string): string => `(SELECT account_id FROM projects WHERE id = ${projectIdSql})`;
 
 export async function findSiteByClientId(db: Queryable, clientId: string): Promise<SiteRow | undefined> {
   const { rows } = await db.query<SiteRow>(`SELECT ${COLUMNS} FROM sites WHERE client_id = $1`, [clientId]);

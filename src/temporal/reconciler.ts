@@ -1,3 +1,4 @@
+import { accountOfProject, siteOfClient } from '../store/sites';
 import type { Deps } from '../deps';
 import type { Queryable } from '../store/db';
 import { markWorkflowEnded } from '../store/sessions';
@@ -46,8 +47,7 @@ export async function sessionsToReconcile(db: Queryable, olderThanMs: number): P
       WHERE e.processed_at IS NULL AND e.type IN ('user.message', 'user.tool_result')
         AND e.created_at < now() - ($1 || ' milliseconds')::interval
         AND s.deleted_at IS NULL
-        AND NOT EXISTS (SELECT 1 FROM site_clients c JOIN sites ON sites.site_id = c.site_id JOIN projects p ON p.account_id = c.account_id
-                         WHERE c.client_id = s.client_id AND p.id = s.project_id AND sites.async_execution_enabled = false)
+        AND ${siteOfClient('async_execution_enabled', 's.client_id', accountOfProject('s.project_id'))} IS DISTINCT FROM false
         -- a pause still waiting for some of its results has nothing to run yet
         AND s.pending_tool_use_ids = '[]'::jsonb
         -- a tool result resumes only a run that holds the session; one that came after its
