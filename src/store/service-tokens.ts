@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import { withTransaction, type Queryable } from './db';
 import { newId } from './ids';
-import { siteOfClient } from './sites';
+import { bindSiteClient, siteOfClient } from './sites';
 
 const SERVICE_TOKEN_COLUMNS = `t.id, t.account_id, t.client_id, t.revoked_at, ${siteOfClient('status', 't.client_id', 't.account_id')} AS site_status`;
 
@@ -14,29 +14,25 @@ export interface ServiceTokenRecord {
   site_status: string | null;
 }
 
-/** The client id is another account's (a token, an OAuth client or a site registration of it). */
-export class ClientIdTaken extends Error {}
-
 /**
  * A new service token for a site client of an account. A client id belongs to one account:
- * credentials of two accounts under one client id would share what is keyed by it (the
- * site's status, its primary collection).
+ * the first that got a token for it or registered a site with it (the binding of
+ * `site_clients`, serialized on its row): credentials of two accounts under one client id
+ * would share what is keyed by it (the site's status, its primary collection).
  */
 export async function insertServiceToken(pool: Pool, token: { accountId: string; clientId: string; hash: Buffer }): Promise<{ id: string }> {
   const id = newId('stok');
-  const { rowCount } = await withTransaction(pool, async (db) => {
-    // Two accounts asking for one new client id at once: one waits, then sees the other's token.
-    await db.query(`SELECT pg_advisory_xact_lock(hashtext('service-token-client:' || $1))`, [token.clientId]);
-    return db.query(
-      `INSERT INTO service_tokens (id, account_id, client_id, token_hash)
-         SELECT $1, $2, $3, $4
-          WHERE NOT EXISTS (SELECT 1 FROM service_tokens WHERE client_id = $3 AND account_id <> $2)
-            AND NOT EXISTS (SELECT 1 FROM site_clients WHERE client_id = $3 AND account_id <> $2)
-            AND NOT EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = $3 AND account_id <> $2)`,
-      [id, token.accountId, token.clientId, token.hash],
+  await withTransaction(pool, async (db) => {
+    const bound = (await bindSiteClient(db, token.clientId, token.accountId)).accountId;
+    // (Under the binding's row lock: also credentials issued before client ids were bound.)
+    const { rows } = await db.query<{ taken: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM oauth_clients WHERE client_id = $1 AND account_id <> $2)
+           OR EXISTS (SELECT 1 FROM service_tokens WHERE client_id = $1 AND account_id <> $2) AS taken`,
+      [token.clientId, token.accountId],
     );
+    if (bound !== token.accountId || rows[0]!.taken) throw new Error(`client id ${token.clientId} belongs to another account`);
+    await db.query('INSERT INTO service_tokens (id, account_id, client_id, token_hash) VALUES ($1, $2, $3, $4)', [id, token.accountId, token.clientId, token.hash]);
   });
-  if (rowCount !== 1) throw new ClientIdTaken(`client id ${token.clientId} belongs to another account`);
   return { id };
 }
 
