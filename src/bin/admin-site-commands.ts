@@ -21,7 +21,7 @@ const siteStatus = (status: 'active' | 'revoked' | 'suspended'): AdminExtension 
     const id = need(flags, 'id');
     const outcome = await setSiteStatus(db, id, status);
     if (outcome === 'not_found') throw new Error(`no site with id ${id}`);
-    if (outcome === 'revoked') throw new Error(`site ${id} is revoked, which is final (suspend a site to turn it off for a while)`);
+    if (outcome === 'final') throw new Error(`site ${id} is revoked, which is final (suspend a site to turn it off for a while)`);
     return { site_id: id, status };
   },
 });

@@ -35,7 +35,7 @@ export interface SearchParams {
 export const HYBRID_MINIMUM_SHOULD_MATCH = '2<75%';
 
 /** How many of the query's words a document must hold, given the collection's search (see above). */
-export const requiredWords = (context: KbContext): string | undefined => (context.embedder ? HYBRID_MINIMUM_SHOULD_MATCH : undefined);
+const requiredWords = (context: KbContext): string | undefined => (context.embedder ? HYBRID_MINIMUM_SHOULD_MATCH : undefined);
 
 /**
  * BM25 over the title (boosted) and content. Scored field by field (the best field, plus a

@@ -110,10 +110,10 @@ export async function updateSite(db: Queryable, siteId: string, site: SiteWrite)
 
 /**
  * Sets a site's status (an operator action). Revoking is final: a revoked site keeps that
- * status (`'revoked'` is returned for any other change asked of it); suspending is the
+ * status (`'final'` is returned for any other change asked of it); suspending is the
  * status to lift later.
  */
-export async function setSiteStatus(db: Queryable, siteId: string, status: SiteStatus): Promise<'updated' | 'not_found' | 'revoked'> {
+export async function setSiteStatus(db: Queryable, siteId: string, status: SiteStatus): Promise<'updated' | 'not_found' | 'final'> {
   const { rows } = await db.query<{ before: SiteStatus; updated: boolean }>(
     `WITH before AS (SELECT status FROM sites WHERE site_id = $1),
           changed AS (UPDATE sites SET status = $2, updated_at = now() WHERE site_id = $1 AND (status <> 'revoked' OR $2 = 'revoked') RETURNING 1)
@@ -121,7 +121,7 @@ export async function setSiteStatus(db: Queryable, siteId: string, status: SiteS
     [siteId, status],
   );
   const { before, updated } = rows[0]!;
-  return updated ? 'updated' : before === null ? 'not_found' : 'revoked';
+  return updated ? 'updated' : before === null ? 'not_found' : 'final';
 }
 
 /** The per-site switch "asynchronous execution enabled" (the console's; the spec shows no API for it). */

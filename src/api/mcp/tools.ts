@@ -39,7 +39,6 @@ export const TOOL_INPUTS = {
     input: z.record(z.string(), z.unknown()).optional().describe("The ability's input, per its input_schema."),
   },
 } as const;
-export type ToolName = keyof typeof TOOL_INPUTS;
 
 /**
  * One MCP server per request (the transport is stateless), bound to the API key that

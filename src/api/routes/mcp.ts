@@ -107,7 +107,10 @@ async function handleWithServer(deps: Deps, ctx: AppContext, parsedBody: unknown
  * Whether the transport refuses the request as a whole (so the gateway answers none of its
  * messages itself): a wrong Accept (406), a body not sent as application/json (415), an
  * unsupported Mcp-Protocol-Version on a request after initialization, or an initialize
- * that is not alone (400).
+ * that is not alone (400). These mirror the SDK transport's own checks (its
+ * WebStandardStreamableHTTPServerTransport.handlePostRequest and validateProtocolVersion,
+ * @modelcontextprotocol/sdk 1.32); test/integration/mcp/mcp.test.ts checks the Accept and
+ * protocol-version cases against the transport.
  */
 function transportRefuses(ctx: AppContext, messages: unknown[]): boolean {
   const accept = ctx.get('accept');

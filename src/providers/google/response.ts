@@ -100,9 +100,12 @@ function pagesCited(parts: Array<ResultPart | undefined>, grounding: z.infer<typ
   if (supports.length === 0) return [];
   const startBytes: number[] = [];
   let text = '';
+  let bytes = 0;
   for (const part of parts) {
-    startBytes.push(Buffer.byteLength(text));
-    if (part?.type === 'text') text += part.text;
+    startBytes.push(bytes);
+    if (part?.type !== 'text') continue;
+    text += part.text;
+    bytes += Buffer.byteLength(part.text);
   }
-  return fromGroundingSupports(supports, text, (partIndex) => startBytes[partIndex] ?? Buffer.byteLength(text));
+  return fromGroundingSupports(supports, text, (partIndex) => startBytes[partIndex] ?? bytes);
 }

@@ -59,7 +59,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
       }
       // A chunk's grounding indexes its own sources; its segments are read against the whole
       // answer once it is in (streamed parts are pieces of the answer, so no partIndex applies).
-      supports.push(...groundingSupports(candidate?.groundingMetadata).map(({ partIndex: _, ...support }) => support));
+      supports.push(...groundingSupports(candidate?.groundingMetadata));
       if (candidate?.finishReason) finishRaw = candidate.finishReason;
       if (!candidate && chunk.promptFeedback?.blockReason) finishRaw = chunk.promptFeedback.blockReason;
     }

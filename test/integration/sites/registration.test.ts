@@ -104,8 +104,8 @@ describe("a site's credentials follow its registration status", () => {
     expect(await setSiteStatus(api.deps.db, site.site_id, 'suspended')).toBe('updated');
     expect(await setSiteStatus(api.deps.db, site.site_id, 'active')).toBe('updated');
     expect(await setSiteStatus(api.deps.db, site.site_id, 'revoked')).toBe('updated');
-    expect(await setSiteStatus(api.deps.db, site.site_id, 'active')).toBe('revoked');
-    expect(await setSiteStatus(api.deps.db, site.site_id, 'suspended')).toBe('revoked');
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'active')).toBe('final');
+    expect(await setSiteStatus(api.deps.db, site.site_id, 'suspended')).toBe('final');
     expect(await setSiteStatus(api.deps.db, site.site_id, 'revoked')).toBe('updated');
     expect(await setSiteStatus(api.deps.db, 'site_absent', 'active')).toBe('not_found');
     const { rows } = await api.deps.db.query('SELECT status FROM sites WHERE site_id = $1', [site.site_id]);
