@@ -8,8 +8,8 @@ import { estimateRequestTokens, estimateTextTokens } from '../src/providers/toke
 import type { ModelRecord } from '../src/providers/catalog';
 import { addUsage, zeroUsage, type RunUsage } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
-import { appendEvents, lockSession } from '../src/store/events';
-import { assertRunHoldsSession, assertRunMayStep, buildConversation, loadRunContext } from './run-context';
+import { appendEvents, lockSession, type EventRow } from '../src/store/events';
+import { assertRunHoldsSession, assertRunMayStep, buildConversation, inConversationOrder, loadRunContext } from './run-context';
 import { outputReserve, runRequest, toRunFailure } from './call-model';
 import { heartbeating } from './heartbeat';
 
@@ -28,19 +28,17 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       const model = findModel(context.agent.model)!;
       assertRunMayStep(context.session, input.runId);
       const keyPrefix = `${input.runId}:compaction:${input.turn}:`;
-      // The newest message a run has claimed (one queued behind this run, unprocessed though the
-      // api has named its run, is not its to summarize).
-      const lastUser = context.events.map((e) => (e.type === 'user.message' && e.processed_at && e.run_id ? 'claimed' : '')).lastIndexOf('claimed');
-      if (lastUser <= 0) {
+      const cut = compactionCut(context.events);
+      if (!cut) {
         // A retry of an attempt whose summary was already appended: report that compaction.
         const done = await recordedCompaction(deps, input.sessionId, keyPrefix);
         return done ? fitsNow(deps, input.sessionId, done.usage) : { fits: false, contextTokens: 0, usage: zeroUsage() };
       }
       // What compaction keeps verbatim must fit with the smallest summary: when it cannot, no
       // summary would help, and none is requested (or billed).
-      const keptAlone = estimateRequestTokens(runRequest({ ...context, summary: '', events: context.events.slice(lastUser) }, model));
+      const { older, kept, throughSeq, keptBelow } = cut;
+      const keptAlone = estimateRequestTokens(runRequest({ ...context, summary: '', events: kept }, model));
       if (keptAlone + outputReserve(model, context.agent.max_tokens) > model.context_window) return { fits: false, contextTokens: keptAlone, usage: zeroUsage() };
-      const older = context.events.slice(0, lastUser);
       const transcript = runRequest({ ...context, events: older }, model)
         .messages.map((m) => `${m.role}: ${m.content.map((p) => (p.type === 'text' ? p.text : p.type === 'tool-call' ? `[tool ${p.name} ${JSON.stringify(p.input)}]` : p.type === 'tool-result' ? `[result ${String(p.content).slice(0, 2000)}]` : p.type === 'document' ? documentAsText(p) : '')).join(' ')}`)
         .join('\n');
@@ -76,7 +74,6 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       }
       if (!summary) throw ApplicationFailure.create({ type: 'internal_error', message: 'empty summary', nonRetryable: true });
 
-      const throughSeq = Number(older[older.length - 1]!.seq);
       await withTransaction(deps.db, async (client) => {
         // Checked again under the lock: the run may have been closed while the summaries ran.
         assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
@@ -86,7 +83,12 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
             content: [{ type: 'text', text: summary }],
             // The summary's usage is kept with it, so a retried attempt still bills it. The deferred
             // tools loaded so far stay loaded: their tool_loaded results are now only summarized.
-            attributes: { compacted_through_seq: throughSeq, _usage: usage, _loaded_tools: [...buildConversation({ ...context, events: older }).loadedTools] },
+            attributes: {
+              compacted_through_seq: throughSeq,
+              ...(keptBelow.length > 0 ? { _kept_seqs: keptBelow } : {}),
+              _usage: usage,
+              _loaded_tools: [...buildConversation({ ...context, events: older }).loadedTools],
+            },
             run_id: input.runId,
             idempotency_key: `${keyPrefix}${throughSeq}`,
             processed: true,
@@ -96,6 +98,26 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
       return fitsNow(deps, input.sessionId, usage);
     },
   };
+}
+
+/**
+ * Where compaction cuts the log: the newest message a run has claimed and everything after it
+ * are kept; everything before it is summarized. The cut is made in conversation order, not log
+ * order: a message sent while an earlier run was in its tool loop sits in the log between that
+ * run's calls and their results, and a cut there would keep results whose calls were summarized
+ * (every provider refuses such a history). Everything summarized is at or below `throughSeq`;
+ * kept messages that sit below it in the log are named in `keptBelow`, so later reads keep them.
+ * Null when there is nothing before the newest message to summarize.
+ */
+export function compactionCut(events: EventRow[]): { older: EventRow[]; kept: EventRow[]; throughSeq: number; keptBelow: number[] } | null {
+  // Queued messages (no run has claimed them yet) are not in the conversation at all.
+  const ordered = inConversationOrder(events);
+  const lastUser = ordered.map((e) => e.type === 'user.message').lastIndexOf(true);
+  if (lastUser <= 0) return null;
+  const older = ordered.slice(0, lastUser);
+  const kept = ordered.slice(lastUser);
+  const throughSeq = Math.max(...older.map((e) => Number(e.seq)));
+  return { older, kept, throughSeq, keptBelow: kept.map((e) => Number(e.seq)).filter((seq) => seq <= throughSeq) };
 }
 
 const summaryMaxTokens = (model: ModelRecord) => Math.min(1024, model.max_output_tokens);

@@ -44,7 +44,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
     await db.query<{
       session: RunContext['session'];
       agent: AgentRow;
-      compaction: { seq: number; through: number | null; summary: string | null; loaded: string[] | null } | null;
+      compaction: { seq: number; through: number | null; kept: number[] | null; summary: string | null; loaded: string[] | null } | null;
       run_citations: Citation[][];
       balance_nano: string | null;
     }>({
@@ -52,7 +52,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
       text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id, 'active_run_id', s.active_run_id, 'deleted_at', s.deleted_at) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
-              (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'summary', e.content->0->'text', 'loaded', e.attributes->'_loaded_tools')
+              (SELECT json_build_object('seq', e.seq, 'through', e.attributes->'compacted_through_seq', 'kept', e.attributes->'_kept_seqs', 'summary', e.content->0->'text', 'loaded', e.attributes->'_loaded_tools')
                  FROM session_events e WHERE e.session_id = s.id AND e.type = 'session.compaction'
                 ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) AS compaction,
               (SELECT COALESCE(json_agg(e.attributes->'_citations' ORDER BY e.created_at, e.seq), '[]'::json)
@@ -66,11 +66,13 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
   const { session, agent, compaction, run_citations: runCitations } = row;
   const balanceNano = BigInt(row.balance_nano ?? 0);
   const throughSeq = compaction ? Number(compaction.through ?? compaction.seq) : 0;
+  // A compaction also keeps the messages it names below its cut (see compact.ts).
+  const keptBelow = Array.isArray(compaction?.kept) ? compaction.kept.map(Number) : [];
   const events = (
     await db.query<EventRow>({
-      name: 'run_context_events',
-      text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY created_at, seq`,
-      values: [sessionId, throughSeq],
+      name: 'run_context_events_v2',
+      text: `SELECT ${EVENT_COLUMNS} FROM session_events WHERE session_id = $1 AND (seq > $2 OR seq = ANY($3::bigint[])) ORDER BY created_at, seq`,
+      values: [sessionId, throughSeq, keptBelow],
     })
   ).rows;
   const summary = compaction ? (typeof compaction.summary === 'string' ? compaction.summary : '') : undefined;
@@ -139,7 +141,7 @@ export interface Conversation {
  * has claimed yet (queued behind the run in flight; unprocessed, though the api has already
  * named its run) is not part of the conversation so far.
  */
-function inConversationOrder(events: EventRow[]): EventRow[] {
+export function inConversationOrder(events: EventRow[]): EventRow[] {
   const runStart = new Map<string, number>();
   events.forEach((event, index) => {
     if (event.type === 'session.status_running' && event.run_id && !runStart.has(event.run_id)) runStart.set(event.run_id, index);

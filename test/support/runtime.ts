@@ -1,4 +1,4 @@
-import { Runtime, DefaultLogger, type Worker } from '@temporalio/worker';
+import { Runtime, DefaultLogger, type Worker, type WorkerOptions } from '@temporalio/worker';
 import { createWorker } from '../../src/temporal/worker';
 import type { Deps } from '../../src/deps';
 import { withTransaction } from '../../src/store/db';
@@ -12,12 +12,12 @@ import { createTenant, type Tenant } from './factories';
 let runtimeInstalled = false;
 
 /** A real worker on the test api's unique task queue, polling until `stop()`. */
-export async function startTestWorker(deps: Deps): Promise<{ worker: Worker; stop(): Promise<void> }> {
+export async function startTestWorker(deps: Deps, overrides: Partial<WorkerOptions> = {}): Promise<{ worker: Worker; stop(): Promise<void> }> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     runtimeInstalled = true;
   }
-  const { worker, connection } = await createWorker(deps);
+  const { worker, connection } = await createWorker(deps, overrides);
   const running = worker.run();
   return {
     worker,

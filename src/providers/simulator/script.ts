@@ -102,6 +102,9 @@ export function planResponse(input: SimInput): Plan {
     if (error instanceof DirectiveError) throw new SimError(400, error.message);
     throw error;
   }
+  // A request that offers no tools at all (a compaction summary quoting a transcript's
+  // directives) is answered with text: only `tool-unoffered` calls a tool nobody offered.
+  if (input.toolsOffered.length === 0) directives = { ...directives, tools: directives.tools.filter((tool) => tool.checkOffered === false) };
   const hash = createHash('sha256').update(input.rawBody).digest('hex');
   const inputTokens = estimateTokens(input.inputChars);
   const base = { delayMs: directives.delayMs ?? 0, paceMs: directives.paceMs ?? 0, cutAfter: directives.cutAfter, cutFirstAfter: directives.cutFirstAfter, streamErrorStatus: directives.streamErrorStatus };

@@ -1,0 +1,69 @@
+import { createActivities } from '../../../activities';
+import { startApi, type TestApi } from '../../support/harness';
+import { startTestSimulator, type Simulator } from '../../support/simulator';
+import { createTenant, type Tenant } from '../../support/factories';
+import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent } from '../../support/runtime';
+
+/**
+ * A message sent while a run is in its tool loop lands in the log between that run's tool call
+ * and the call's result. When the run answering that message compacts, the summary must take
+ * the whole earlier run (call and result): a kept result whose call was summarized is a history
+ * every provider refuses. This worker's server tools start 1.5 s late, so the message is sent
+ * while the call is known to be unanswered.
+ */
+let simulator: Simulator;
+let api: TestApi;
+let worker: Awaited<ReturnType<typeof startTestWorker>>;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  simulator = await startTestSimulator();
+  api = await startApi({ SIMULATOR_URL: simulator.url });
+  const activities = createActivities(api.deps);
+  worker = await startTestWorker(api.deps, {
+    activities: {
+      ...activities,
+      runServerTool: async (input: Parameters<typeof activities.runServerTool>[0]) => {
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        return activities.runServerTool(input);
+      },
+    },
+  });
+  tenant = await createTenant(api.deps.db, { credits: 100n });
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await simulator?.close();
+});
+
+type OpenAIMessage = { role: string; tool_calls?: Array<{ id: string }>; tool_call_id?: string; content?: unknown };
+
+test('compaction never keeps a tool result whose call it summarized', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4', tools: [{ type: 'echo', name: 'say' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'alpha '.repeat(2500)}[[tool:say {"message":"ping"}]]`) }]);
+  await waitForEvent(api.deps, session.sessionId, 'agent.tool_use');
+  // The echo has not run yet: this message sits between the call and its result.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'beta '.repeat(3000)}[[tokens:10]]`) }]);
+
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  const types = events.map((e) => e.type);
+  expect(types.indexOf('user.message', 1)).toBeLessThan(types.indexOf('user.tool_result')); // the order this test is about
+  expect(event).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  expect(types.filter((t) => t === 'session.compaction')).toHaveLength(1);
+
+  // The turn after the compaction: the summary, then the second message verbatim, and no
+  // tool message without the assistant call it answers.
+  const turn = simulator.requests.filter((r) => JSON.stringify(r.body).includes('beta beta') && !JSON.stringify(r.body).includes('Summarize the conversation')).at(-1)!;
+  const messages = (turn.body as { messages: OpenAIMessage[] }).messages;
+  const calls = new Set<string>();
+  for (const message of messages) {
+    for (const call of message.tool_calls ?? []) calls.add(call.id);
+    if (message.role === 'tool') expect(calls.has(message.tool_call_id!)).toBe(true);
+  }
+  // The whole first run is in the summary; the turn holds it and the second message.
+  expect(messages.map((m) => m.role)).toEqual(['user']);
+  const sent = String(messages[0]!.content);
+  expect(sent.startsWith('Summary of the earlier conversation')).toBe(true);
+  expect(sent.endsWith('beta [[tokens:10]]')).toBe(true);
+});
