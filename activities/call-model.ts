@@ -8,6 +8,8 @@ import {
   UpstreamHttpError,
   type ModelRecord,
   type ProviderRegistry,
+  type ReasoningPart,
+  type RedactedReasoningPart,
   type StreamPart,
   type UnifiedRequest,
   type Usage,
@@ -87,6 +89,12 @@ function reasoningEffortFor(context: RunContext, model: ModelRecord): string | u
 interface Assembled {
   text: string;
   reasoning: string;
+  /**
+   * The turn's thinking as the provider must get it back (Anthropic: signed and redacted blocks,
+   * in order), when every block came signed: a tool loop continues with thinking on only when
+   * its assistant turn starts with them.
+   */
+  thinkingBlocks?: Array<ReasoningPart | RedactedReasoningPart>;
   thinkingMs?: number;
   toolCalls: Array<{ id: string; name: string; input: Record<string, unknown>; signature?: string }>;
   finish: 'stop' | 'length' | 'tool-calls' | 'context-window' | 'other';
@@ -97,10 +105,23 @@ interface Assembled {
 async function assemble(parts: AsyncIterable<StreamPart>, started: number): Promise<Assembled> {
   const out: Assembled = { text: '', reasoning: '', toolCalls: [], finish: 'other', usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0, reasoning_tokens: 0 } };
   let sawToolInput = false;
+  const blocks: Array<ReasoningPart | RedactedReasoningPart> = [];
+  let open: ReasoningPart | undefined; // the thinking block being streamed, until its signature
   for await (const part of parts) {
     Context.current().heartbeat();
-    if (part.type === 'reasoning-delta') out.reasoning += part.delta;
+    if (part.type === 'reasoning-delta') {
+      out.reasoning += part.delta;
+      if (!open) blocks.push((open = { type: 'reasoning', text: '' }));
+      open.text += part.delta;
+    } else if (part.type === 'reasoning-signature') {
+      if (open) open.signature = part.signature;
+      open = undefined;
+    } else if (part.type === 'redacted-reasoning') {
+      open = undefined;
+      blocks.push({ type: 'redacted-reasoning', data: part.data });
+    }
     else if (part.type === 'text-delta') {
+      open = undefined;
       if (out.reasoning && out.thinkingMs === undefined) out.thinkingMs = Date.now() - started;
       out.text += part.delta;
     } else if (part.type === 'tool-call') out.toolCalls.push({ id: part.id, name: part.name, input: part.input, ...(part.signature ? { signature: part.signature } : {}) });
@@ -112,6 +133,7 @@ async function assemble(parts: AsyncIterable<StreamPart>, started: number): Prom
     if (part.type === 'tool-input-delta') sawToolInput = true;
   }
   if (out.reasoning && out.thinkingMs === undefined) out.thinkingMs = Date.now() - started;
+  if (blocks.length > 0 && blocks.every((block) => block.type === 'redacted-reasoning' || block.signature)) out.thinkingBlocks = blocks;
   return out;
 }
 
@@ -168,7 +190,9 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const usage = pricedUsage(model, turn.usage);
       try {
         // As the log will hold it (a retried turn reads it back from there): storable text only.
-        turn = storable(turn);
+        // Thinking whose text had to change no longer matches its signature: it is not sent back.
+        const stored = storable(turn);
+        turn = stored.reasoning === turn.reasoning ? stored : { ...stored, thinkingBlocks: undefined };
       } catch (error) {
         // (Output nested too deep to copy: the call was made and is billed, the run cannot go on.)
         await recordAttempt(usage).catch(() => undefined);
@@ -191,7 +215,17 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
             const citations = distinctCitations(context.runCitations);
             blocks.push({ type: 'text', text: turn.text, ...(citations.length > 0 ? { citations } : {}) });
           }
-          if (blocks.length > 0) events.push({ type: 'agent.message', content: blocks, run_id: input.runId, idempotency_key: `${keyPrefix}:message`, processed: true });
+          if (blocks.length > 0) {
+            events.push({
+              type: 'agent.message',
+              content: blocks,
+              // Kept internal, with the model that signed them: only that model takes them back.
+              ...(turn.thinkingBlocks ? { attributes: { _thinking: { model: model.id, blocks: turn.thinkingBlocks } } } : {}),
+              run_id: input.runId,
+              idempotency_key: `${keyPrefix}:message`,
+              processed: true,
+            });
+          }
           if (turn.toolCalls.length > 0) {
             // Gemini's thought signatures go back with their calls on later turns; kept internal.
             const signatures = Object.fromEntries(turn.toolCalls.flatMap((call) => (call.signature ? [[call.id, call.signature]] : [])));

@@ -186,9 +186,14 @@ export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' 
       case 'system.message':
         system.push(...blocks.map(systemText).filter((t): t is string => t !== undefined).map((text) => ({ type: 'text' as const, text })));
         break;
-      case 'agent.message':
-        push('assistant', blocks.filter((b) => b.type === 'text').map((b) => ({ type: 'text', text: String(b.text ?? '') })));
+      case 'agent.message': {
+        // The turn's signed thinking goes back to the model that signed it (Anthropic continues a
+        // tool loop with thinking on only then); other models read the answer's text alone.
+        const thinking = event.attributes?._thinking as { model?: string; blocks?: AssistantPart[] } | undefined;
+        const signed = thinking?.model === context.agent.model && Array.isArray(thinking.blocks) ? thinking.blocks : [];
+        push('assistant', [...signed, ...blocks.filter((b) => b.type === 'text').map((b) => ({ type: 'text' as const, text: String(b.text ?? '') }))]);
         break;
+      }
       case 'agent.tool_use': {
         for (const b of blocks) toolNames.set(String(b.id), String(b.name));
         const signatures = (event.attributes?._thought_signatures ?? {}) as Record<string, string>;

@@ -351,6 +351,24 @@ test("an agent run on Gemini sends each call's thought signature back with it on
   expect(modelTurn.parts.find((p) => p.functionCall)).toMatchObject({ thoughtSignature: expect.stringMatching(/^sim-sig-/) });
 });
 
+test("an agent run on Anthropic sends its turn's signed thinking back in the tool loop, so thinking stays on (kept out of the event log)", async () => {
+  const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'claude agent', model: 'anthropic/claude-sonnet-4-5', reasoning_effort: 'high', tools: [{ type: 'echo', name: 'say' }] });
+  expect(agent.status).toBe(201);
+  const sessionId = (await call('POST', '/v1/sessions', { agent: agent.body.id })).body.id as string;
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] [[tool:say {"message":"signed"}]]' }] }]);
+  const events = await waitForClosing(sessionId);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  const listed = (await call('GET', `/v1/sessions/${sessionId}/events?include_thinking=true`)).body.data;
+  expect(JSON.stringify(listed)).not.toContain('signature');
+  const requests = env.simulator.requests.filter((r) => r.path.endsWith('/messages') && JSON.stringify(r.body).includes('signed'));
+  expect(requests).toHaveLength(2);
+  const second = requests[1]!.body as { thinking?: { type: string }; messages: Array<{ role: string; content: Array<Record<string, unknown>> }> };
+  expect(second.thinking).toMatchObject({ type: 'enabled' });
+  const assistant = second.messages.find((m) => m.role === 'assistant')!;
+  expect(assistant.content[0]).toMatchObject({ type: 'thinking', thinking: expect.stringContaining('Thinking about'), signature: expect.any(String) });
+  expect(assistant.content.at(-1)).toMatchObject({ type: 'tool_use' });
+});
+
 test('a turn that only thought before calling a tool: its agent.message is listed (and streamed) only with include_thinking=true', async () => {
   const sessionId = await newSession([{ name: 'lookup', description: 'looks up', input_schema: { type: 'object', properties: { q: { type: 'string' } } } }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[think]] [[tool:lookup {"q":"x"}]]' }] }]);
