@@ -102,7 +102,8 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
 
 /**
  * Where compaction cuts the log: the newest message a run has claimed and everything after it
- * are kept; everything before it is summarized. The cut is made in conversation order, not log
+ * are kept, and so are the `system.message` instructions before it; everything else before it
+ * is summarized. The cut is made in conversation order, not log
  * order: a message sent while an earlier run was in its tool loop sits in the log between that
  * run's calls and their results, and a cut there would keep results whose calls were summarized
  * (every provider refuses such a history). Everything summarized is at or below `throughSeq`;
@@ -113,9 +114,11 @@ export function compactionCut(events: EventRow[]): { older: EventRow[]; kept: Ev
   // Queued messages (no run has claimed them yet) are not in the conversation at all.
   const ordered = inConversationOrder(events);
   const lastUser = ordered.map((e) => e.type === 'user.message').lastIndexOf(true);
-  if (lastUser <= 0) return null;
-  const older = ordered.slice(0, lastUser);
-  const kept = ordered.slice(lastUser);
+  // System messages are instructions, not turns: they are never summarized away.
+  const before = ordered.slice(0, Math.max(0, lastUser));
+  const older = before.filter((e) => e.type !== 'system.message');
+  if (lastUser <= 0 || older.length === 0) return null;
+  const kept = [...before.filter((e) => e.type === 'system.message'), ...ordered.slice(lastUser)];
   const throughSeq = Math.max(...older.map((e) => Number(e.seq)));
   return { older, kept, throughSeq, keptBelow: kept.map((e) => Number(e.seq)).filter((seq) => seq <= throughSeq) };
 }

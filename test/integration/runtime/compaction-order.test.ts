@@ -67,3 +67,21 @@ test('compaction never keeps a tool result whose call it summarized', async () =
   expect(sent.startsWith('Summary of the earlier conversation')).toBe(true);
   expect(sent.endsWith('beta [[tokens:10]]')).toBe(true);
 });
+
+test('system.message instructions outlive a compaction: kept, not summarized', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4', system_prompt: 'You are terse.' });
+  await sendEvents(api.deps, session, [
+    { type: 'system.message', content: text('Always answer in French.') },
+    { type: 'user.message', content: text(`${'gamma '.repeat(2500)}[[tokens:20]]`) },
+  ]);
+  await waitForEvent(api.deps, session.sessionId, 'closing');
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'delta '.repeat(3000)}[[tokens:10]]`) }]);
+  const { event, events } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  expect(events.filter((e) => e.type === 'session.compaction')).toHaveLength(1);
+
+  const turn = simulator.requests.filter((r) => JSON.stringify(r.body).includes('delta delta') && !JSON.stringify(r.body).includes('Summarize the conversation')).at(-1)!;
+  const messages = (turn.body as { messages: OpenAIMessage[] }).messages;
+  expect(messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('Always answer in French.') });
+  expect(JSON.stringify(messages)).toContain('Summary of the earlier conversation');
+});
