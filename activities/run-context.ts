@@ -1,5 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Queryable } from '../src/store/db';
+import { isTextMediaType } from '../src/domain/fields';
 import { EVENT_COLUMNS, type EventRow } from '../src/store/events';
 import type { RunToolEntry as ToolEntry } from '../src/domain/run-tools';
 import { documentAsText, type AssistantPart, type DocumentPart, type TextPart, type UnifiedMessage, type UserPart } from '../src/providers';
@@ -113,7 +114,7 @@ function messagePart(block: Record<string, unknown>): TextPart | DocumentPart | 
   const source = (block.source ?? {}) as { type?: string; media_type?: string; data?: string; url?: string };
   const described = { ...(typeof block.title === 'string' ? { title: block.title } : {}), ...(typeof block.context === 'string' ? { context: block.context } : {}) };
   if (source.type === 'url' && typeof source.url === 'string') return { type: 'document', source: { type: 'url', url: source.url }, ...described };
-  if (source.type === 'base64' && typeof source.data === 'string' && source.media_type && !source.media_type.startsWith('text/')) {
+  if (source.type === 'base64' && typeof source.data === 'string' && source.media_type && !isTextMediaType(source.media_type)) {
     if (source.media_type === 'application/pdf') return { type: 'document', source: { type: 'base64', media_type: source.media_type, data: source.data }, ...described };
     return { type: 'text', text: documentAsText({ type: 'document', source: { type: 'base64', media_type: source.media_type, data: '' }, ...described }) };
   }

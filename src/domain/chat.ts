@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
-import { BASE64_PAYLOAD_RULE, hasBase64Payload, optionalOrNull } from './fields';
+import { BASE64_PAYLOAD_RULE, hasBase64Payload, isTextMediaType, optionalOrNull, parseDataUrl } from './fields';
 import { ToolInputSchema } from './json-schema';
 
 /**
@@ -176,6 +176,8 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
       return { param: 'temperature', message: `temperature must be between ${temperature.min} and ${temperature.max} for ${model.id}` };
     }
   }
+  const sampling = checkSampling(model, request);
+  if (sampling) return sampling;
   if (request.response_format && !model.parameters.response_format_type.includes(request.response_format.type)) {
     return {
       param: 'response_format.type',
@@ -223,6 +225,19 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
       if (part >= 0) return { param: `messages.${index}.content.${part}`, message: `${model.id} does not accept images or files (it lacks the 'vision' capability)` };
     }
   }
+  if (model.provider !== 'google') {
+    // Anthropic and OpenAI read PDF files (and the gateway reads text files as text); Gemini takes any.
+    for (const [index, message] of request.messages.entries()) {
+      if (message.role !== 'user' || typeof message.content === 'string') continue;
+      for (const [partIndex, part] of message.content.entries()) {
+        if (part.type !== 'file') continue;
+        const mediaType = parseDataUrl(part.file.file_data ?? '')?.mediaType ?? '';
+        if (mediaType !== 'application/pdf' && !isTextMediaType(mediaType)) {
+          return { param: `messages.${index}.content.${partIndex}`, message: `${model.id} reads PDF and text files only (got ${mediaType || 'no media type'})` };
+        }
+      }
+    }
+  }
   for (const [index, tool] of (request.tools ?? []).entries()) {
     if (tool.type === 'function' && !model.capabilities.includes('tools')) {
       return { param: `tools.${index}`, message: `${model.id} does not support tools` };
@@ -243,6 +258,24 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
     return { param: 'tool_choice', message: `tool_choice names a tool that is not in tools: ${request.tool_choice.function.name}` };
   }
   return checkToolPairing(request.messages);
+}
+
+/**
+ * Sampling fields a model refuses upstream (its catalog record says which): OpenAI's reasoning
+ * models take no top_p or stop sequences, Claude's newest take a temperature or top_p, not both.
+ * Shared by the chat and the messages endpoints.
+ */
+export function checkSampling(
+  model: import('../providers/catalog').ModelRecord,
+  request: { temperature?: number | null; top_p?: number | null; stop?: unknown },
+): RuleViolation | undefined {
+  const has = (value: unknown) => value !== undefined && value !== null;
+  if (has(request.top_p) && model.parameters.top_p === false) return { param: 'top_p', message: `top_p is not supported by ${model.id}` };
+  if (has(request.stop) && model.parameters.stop === false) return { param: 'stop', message: `stop sequences are not supported by ${model.id}` };
+  if (model.parameters.temperature_or_top_p && has(request.temperature) && has(request.top_p)) {
+    return { param: 'top_p', message: `${model.id} takes temperature or top_p, not both` };
+  }
+  return undefined;
 }
 
 function checkToolPairing(messages: ChatMessage[]): RuleViolation | undefined {

@@ -78,6 +78,9 @@ export function parseDataUrl(url: string): { mediaType: string; data: string } |
   return match ? { mediaType: match[1]!.toLowerCase(), data: match[2]! } : undefined;
 }
 
+/** A text file's media type (`text/plain`, `text/markdown`, ...): such a file is read as text. */
+export const isTextMediaType = (mediaType: string): boolean => mediaType.toLowerCase().startsWith('text/');
+
 /** A data: URL's payload is base64 a provider can decode (bad bytes would fail there, in its own shape). */
 export const hasBase64Payload = (url: string): boolean => {
   const parsed = parseDataUrl(url);

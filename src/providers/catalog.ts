@@ -27,6 +27,12 @@ export interface ModelRecord {
     /** Accepted `reasoning_effort` values; absent: the model accepts none. */
     reasoning_effort?: string[];
     response_format_type: string[];
+    /** `false`: `top_p` is refused with 400 (OpenAI's reasoning and search models refuse it upstream). */
+    top_p?: boolean;
+    /** `false`: stop sequences are refused with 400 (OpenAI's reasoning models refuse them upstream). */
+    stop?: boolean;
+    /** `true`: `temperature` and `top_p` may not both be set (Claude Opus 4.1 and the 4.5 models). */
+    temperature_or_top_p?: boolean;
   };
   max_output_tokens: number;
   context_window: number;
@@ -96,13 +102,13 @@ function openai(name: string, caps: Capability[], params: ModelRecord['parameter
   // OpenAI bills cache writes as ordinary input.
   return { id: `openai/${name}`, provider: 'openai', name, capabilities: caps, parameters: params, max_output_tokens: maxOut, context_window: context, pricing };
 }
-function anthropic(name: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[]): ModelRecord {
+function anthropic(name: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[], sampling: { temperature_or_top_p?: boolean } = {}): ModelRecord {
   return {
     id: `anthropic/${name}`,
     provider: 'anthropic',
     name,
     capabilities: caps,
-    parameters: { temperature: ANTHROPIC_TEMPERATURE, ...(reasoning ? { reasoning_effort: reasoning } : {}), response_format_type: ANTHROPIC_FORMATS },
+    parameters: { temperature: ANTHROPIC_TEMPERATURE, ...(reasoning ? { reasoning_effort: reasoning } : {}), response_format_type: ANTHROPIC_FORMATS, ...sampling },
     max_output_tokens: maxOut,
     context_window: 200_000,
     pricing,
@@ -128,32 +134,36 @@ const THINKING_CLAUDE = [...CLAUDE, 'reasoning'] as Capability[];
 const GEMINI = ['tools', 'vision', 'web_search', 'json_output', 'prompt_caching'] as Capability[];
 const THINKING_GEMINI = [...GEMINI, 'reasoning'] as Capability[];
 const EFFORT = ['low', 'medium', 'high'];
+// OpenAI's reasoning models take neither a temperature nor top_p nor stop sequences.
+const REASONING_SAMPLING = { temperature: NO_TEMPERATURE, top_p: false, stop: false };
+// Claude Opus 4.1 and the 4.5 models take a temperature or top_p, not both.
+const ONE_SAMPLER = { temperature_or_top_p: true };
 
 // (Sonnet 4.x bills prompts over 200k tokens higher, but only with the 1M-context beta, which
 // the catalog does not offer: its context window here is 200k, so that tier is never reached.)
 const SONNET_4: ModelPricing = claudePrice(3, 15, 0.3, 3.75);
 
 export const MODELS: readonly ModelRecord[] = [
-  openai('gpt-5', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(1.25, 10, 0.125, 1.25)),
-  openai('gpt-5-mini', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.25, 2, 0.025, 0.25)),
-  openai('gpt-5-nano', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.05, 0.4, 0.005, 0.05)),
+  openai('gpt-5', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(1.25, 10, 0.125, 1.25)),
+  openai('gpt-5-mini', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.25, 2, 0.025, 0.25)),
+  openai('gpt-5-nano', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.05, 0.4, 0.005, 0.05)),
   openai('gpt-4.1', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(2, 8, 0.5, 2)),
   openai('gpt-4.1-mini', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.4, 1.6, 0.1, 0.4)),
   openai('gpt-4.1-nano', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.1, 0.4, 0.025, 0.1)),
   openai('gpt-4o', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(2.5, 10, 1.25, 2.5)),
   openai('gpt-4o-mini', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(0.15, 0.6, 0.075, 0.15)),
-  openai('o3', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(2, 8, 0.5, 2)),
-  openai('o4-mini', REASONING_GPT, { temperature: NO_TEMPERATURE, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(1.1, 4.4, 0.275, 1.1)),
+  openai('o3', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(2, 8, 0.5, 2)),
+  openai('o4-mini', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(1.1, 4.4, 0.275, 1.1)),
   // Search models: server-side web search, but no function calling and no temperature.
-  openai('gpt-4o-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(2.5, 10, 2.5, 2.5), web_search_per_search: OPENAI_SEARCH_CALL }),
-  openai('gpt-4o-mini-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(0.15, 0.6, 0.15, 0.15), web_search_per_search: OPENAI_SEARCH_CALL }),
+  openai('gpt-4o-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, top_p: false, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(2.5, 10, 2.5, 2.5), web_search_per_search: OPENAI_SEARCH_CALL }),
+  openai('gpt-4o-mini-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, top_p: false, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(0.15, 0.6, 0.15, 0.15), web_search_per_search: OPENAI_SEARCH_CALL }),
   // The original GPT-4: an 8,192-token context window (used to exercise compaction).
   openai('gpt-4', ['tools'], { temperature: OPENAI_TEMPERATURE, response_format_type: ['text'] }, 8_192, 8_192, price(30, 60, 30, 30)),
 
-  anthropic('claude-opus-4-1', THINKING_CLAUDE, 32_000, claudePrice(15, 75, 1.5, 18.75), EFFORT),
-  anthropic('claude-sonnet-4-5', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT),
+  anthropic('claude-opus-4-1', THINKING_CLAUDE, 32_000, claudePrice(15, 75, 1.5, 18.75), EFFORT, ONE_SAMPLER),
+  anthropic('claude-sonnet-4-5', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT, ONE_SAMPLER),
   anthropic('claude-sonnet-4-0', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT),
-  anthropic('claude-haiku-4-5', THINKING_CLAUDE, 64_000, claudePrice(1, 5, 0.1, 1.25), EFFORT),
+  anthropic('claude-haiku-4-5', THINKING_CLAUDE, 64_000, claudePrice(1, 5, 0.1, 1.25), EFFORT, ONE_SAMPLER),
   anthropic('claude-3-5-haiku-latest', CLAUDE, 8_192, claudePrice(0.8, 4, 0.08, 1)),
 
   google('gemini-2.5-pro', THINKING_GEMINI, 65_536, { ...price(1.25, 10, 0.125, 1.25), long_context: above200k(price(2.5, 15, 0.25, 2.5)), web_search_per_search: GOOGLE_GROUNDING }, EFFORT),

@@ -13,3 +13,9 @@ export function parseToolInput(text: string): Record<string, unknown> {
     return { _raw: text };
   }
 }
+
+/**
+ * A tool's input schema as providers require it: an object schema with its `type` said (the
+ * gateway accepts a schema that leaves it out; Anthropic refuses one without it).
+ */
+export const objectSchema = (schema: Record<string, unknown>): Record<string, unknown> => (schema.type === undefined ? { type: 'object', ...schema } : schema);

@@ -8,7 +8,6 @@ import { ANTHROPIC_ERROR_TYPES } from '../../providers/anthropic/error-types';
 // own table, plus the statuses only the gateway answers with.
 const NATIVE_TYPES: Record<number, string> = {
   ...ANTHROPIC_ERROR_TYPES,
-  402: 'invalid_request_error',
   405: 'invalid_request_error',
   409: 'invalid_request_error',
   415: 'invalid_request_error',

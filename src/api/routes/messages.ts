@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Deps } from '../../deps';
 import { MessagesRequest } from '../../domain/messages';
+import { checkSampling } from '../../domain/chat';
 import { authenticate } from '../../auth/middleware';
 import { findModel, type ModelRecord } from '../../providers/catalog';
 import { UpstreamHttpError } from '../../providers/errors';
@@ -55,6 +56,8 @@ export function messagesRouter(deps: Deps, options: GatewayOptions = {}): Router
       const body = parseInput(MessagesRequest, ctx.request.body);
       const model = resolveMessagesModel(body.model);
       if (body.max_tokens > model.max_output_tokens) throw badRequest(`max_tokens must be at most ${model.max_output_tokens} for ${model.id}`, 'max_tokens');
+      const sampling = checkSampling(model, body);
+      if (sampling) throw badRequest(sampling.message, sampling.param);
       if (body.tools?.some((tool) => tool.name === 'web_search' && String(tool.type).startsWith('web_search_')) && !model.capabilities.includes('web_search')) {
         throw badRequest(`${model.id} does not support the web_search tool`, 'tools');
       }

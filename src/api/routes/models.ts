@@ -29,10 +29,10 @@ function presentSchema(model: ModelRecord) {
   const temperature = model.parameters.temperature;
   const properties: Record<string, unknown> = {
     max_tokens: { type: 'integer', minimum: 1, maximum: model.max_output_tokens },
-    top_p: { type: 'number', minimum: 0, maximum: 1 },
     response_format: { type: 'object', properties: { type: { type: 'string', enum: model.parameters.response_format_type } } },
-    stop: { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 4 }] },
   };
+  if (model.parameters.top_p !== false) properties.top_p = { type: 'number', minimum: 0, maximum: 1 };
+  if (model.parameters.stop !== false) properties.stop = { oneOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 4 }] };
   if (temperature?.supported) properties.temperature = { type: 'number', minimum: temperature.min, maximum: temperature.max };
   if (model.parameters.reasoning_effort?.length) properties.reasoning_effort = { type: 'string', enum: model.parameters.reasoning_effort };
   if (model.capabilities.includes('tools') || model.capabilities.includes('web_search')) {
@@ -56,7 +56,8 @@ function presentSchema(model: ModelRecord) {
     max_output_tokens: model.max_output_tokens,
     catalog_max_output_tokens: CATALOG_MAX_OUTPUT_TOKENS,
     capabilities: model.capabilities,
-    parameters: { type: 'object', properties },
+    // (A model that takes a temperature or top_p, not both, says so as JSON Schema does.)
+    parameters: { type: 'object', properties, ...(model.parameters.temperature_or_top_p ? { not: { required: ['temperature', 'top_p'] } } : {}) },
   };
 }
 

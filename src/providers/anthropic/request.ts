@@ -1,5 +1,6 @@
 import { ANTHROPIC_DEFAULT_MAX_TOKENS, ANTHROPIC_MIN_THINKING_BUDGET, THINKING_BUDGETS } from '../reasoning';
 import { documentAsText, type AssistantPart, type DocumentPart, type UnifiedRequest, type UnifiedTool, type UserPart } from '../types';
+import { objectSchema } from '../tool-input';
 
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
@@ -24,12 +25,17 @@ export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Re
   // with its signed thinking block. A client of the chat shape has no way to send it back, so
   // thinking asked for by a reasoning effort is left off for such a request (explicit thinking
   // is forwarded as asked).
-  // Thinking also refuses a temperature other than 1, top_k, and a forced tool choice: an
-  // effort gives way to those (they were asked for explicitly).
+  // Thinking also refuses a temperature other than 1, top_p below 0.95, top_k, and a forced
+  // tool choice: an effort gives way to those (they were asked for explicitly).
   const choice = toolChoice(request);
   const effortGivesWay =
     request.thinking?.type !== 'enabled' &&
-    (toolLoopWithoutThinking(messages) || (request.temperature !== undefined && request.temperature !== 1) || request.top_k !== undefined || choice?.type === 'any' || choice?.type === 'tool');
+    (toolLoopWithoutThinking(messages) ||
+      (request.temperature !== undefined && request.temperature !== 1) ||
+      (request.top_p !== undefined && request.top_p < 0.95) ||
+      request.top_k !== undefined ||
+      choice?.type === 'any' ||
+      choice?.type === 'tool');
   const thinking = effortGivesWay ? undefined : thinkingFor(request);
   const body: Record<string, unknown> = {
     model: request.model.name,
@@ -149,7 +155,7 @@ function toolBlock(tool: UnifiedTool): Record<string, unknown> {
       ...(tool.max_uses !== undefined ? { max_uses: tool.max_uses } : {}),
     };
   }
-  return withCache({ name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), input_schema: tool.input_schema }, tool);
+  return withCache({ name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), input_schema: objectSchema(tool.input_schema) }, tool);
 }
 
 function toolChoice(request: UnifiedRequest): Record<string, unknown> | undefined {

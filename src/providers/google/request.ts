@@ -1,6 +1,7 @@
 import { parseDataUrl } from '../../domain/fields';
 import { THINKING_BUDGETS } from '../reasoning';
 import { documentAsText, type ImageSource, type UnifiedMessage, type UnifiedRequest } from '../types';
+import { objectSchema } from '../tool-input';
 
 /** Unified → Gemini generateContent request body. */
 export function toGoogleRequest(request: UnifiedRequest): Record<string, unknown> {
@@ -21,13 +22,14 @@ export function toGoogleRequest(request: UnifiedRequest): Record<string, unknown
         name: tool.name,
         ...(tool.description !== undefined ? { description: tool.description } : {}),
         // Full JSON Schema (the older `parameters` field takes only an OpenAPI subset).
-        parametersJsonSchema: tool.input_schema,
+        parametersJsonSchema: objectSchema(tool.input_schema),
       })),
     });
   }
   if ((request.tools ?? []).some((tool) => tool.type === 'web_search')) tools.push({ googleSearch: {} });
   if (tools.length > 0) body.tools = tools;
-  if (request.tool_choice !== undefined) {
+  // A function-calling mode without function declarations is refused: it goes only with them.
+  if (request.tool_choice !== undefined && functions.length > 0) {
     const choice = request.tool_choice;
     body.toolConfig = {
       functionCallingConfig:
@@ -77,7 +79,21 @@ function thinkingConfig(request: UnifiedRequest): Record<string, unknown> | unde
 function inline(source: ImageSource): Record<string, unknown> {
   if (source.kind === 'base64') return { inlineData: { mimeType: source.media_type, data: source.data } };
   const data = parseDataUrl(source.url);
-  return data ? { inlineData: { mimeType: data.mediaType, data: data.data } } : { fileData: { fileUri: source.url } };
+  if (data) return { inlineData: { mimeType: data.mediaType, data: data.data } };
+  const mimeType = imageTypeOfUrl(source.url);
+  return { fileData: { ...(mimeType ? { mimeType } : {}), fileUri: source.url } };
+}
+
+const IMAGE_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic', heif: 'image/heif' };
+
+/** A linked image's media type, from its file extension (Gemini's `fileData` asks for one). */
+function imageTypeOfUrl(url: string): string | undefined {
+  try {
+    const extension = /\.([a-z0-9]+)$/i.exec(new URL(url).pathname)?.[1]?.toLowerCase();
+    return extension ? IMAGE_TYPES[extension] : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function convertMessage(message: UnifiedMessage, toolNames: Map<string, string>): { role: string; parts: Record<string, unknown>[] } {

@@ -1,5 +1,6 @@
 import { hasCapability } from '../catalog';
 import { documentAsText, type DocumentPart, type ImagePart, type TextPart, type UnifiedMessage, type UnifiedRequest } from '../types';
+import { objectSchema } from '../tool-input';
 
 /** Unified → OpenAI chat completions request body (also what OpenAI-compatible servers accept). */
 export function toOpenAIRequest(request: UnifiedRequest, stream: boolean): Record<string, unknown> {
@@ -17,18 +18,19 @@ export function toOpenAIRequest(request: UnifiedRequest, stream: boolean): Recor
       function: {
         name: tool.name,
         ...(tool.description !== undefined ? { description: tool.description } : {}),
-        parameters: tool.input_schema,
+        parameters: objectSchema(tool.input_schema),
         ...(tool.strict !== undefined ? { strict: tool.strict } : {}),
       },
     }));
   }
   // OpenAI's chat completions search is a request option of the search models, not a tool.
   if ((request.tools ?? []).some((tool) => tool.type === 'web_search')) body.web_search_options = {};
-  if (request.tool_choice !== undefined) {
+  // OpenAI refuses both without `tools` (web search alone is an option, not a tool).
+  if (request.tool_choice !== undefined && functions.length > 0) {
     body.tool_choice =
       typeof request.tool_choice === 'string' ? request.tool_choice : { type: 'function', function: { name: request.tool_choice.name } };
   }
-  if (request.parallel_tool_calls !== undefined) body.parallel_tool_calls = request.parallel_tool_calls;
+  if (request.parallel_tool_calls !== undefined && functions.length > 0) body.parallel_tool_calls = request.parallel_tool_calls;
   if (request.max_tokens !== undefined) {
     // Reasoning models refuse `max_tokens`; older OpenAI-compatible servers only know it.
     body[hasCapability(request.model, 'reasoning') ? 'max_completion_tokens' : 'max_tokens'] = request.max_tokens;

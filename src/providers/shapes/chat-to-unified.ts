@@ -1,4 +1,4 @@
-import { parseDataUrl } from '../../domain/fields';
+import { isTextMediaType, parseDataUrl } from '../../domain/fields';
 import type { ChatCompletionRequest, ChatMessage } from '../../domain/chat';
 import type { ModelRecord } from '../catalog';
 import { parseToolInput } from '../tool-input';
@@ -15,7 +15,11 @@ export function imageSourceFromUrl(url: string): ImageSource {
 /** An OpenAI `file` part (validated: inline base64 data) → a document the adapters hand on natively. */
 function documentFromFile(file: { file_data?: string; filename?: string }): DocumentPart {
   const data = parseDataUrl(file.file_data ?? '');
-  return { type: 'document', source: { type: 'base64', media_type: data?.mediaType ?? 'application/octet-stream', data: data?.data ?? '' }, ...(file.filename ? { title: file.filename } : {}) };
+  const title = file.filename ? { title: file.filename } : {};
+  // A text file is read as text (as the agent runtime reads one): every provider takes that,
+  // where a base64 file of a text type is refused by Anthropic and OpenAI.
+  if (data && isTextMediaType(data.mediaType)) return { type: 'document', source: { type: 'text', data: Buffer.from(data.data, 'base64').toString('utf8') }, ...title };
+  return { type: 'document', source: { type: 'base64', media_type: data?.mediaType ?? 'application/octet-stream', data: data?.data ?? '' }, ...title };
 }
 
 /** OpenAI chat request (validated) → hub request. System messages anywhere become the system prompt. */

@@ -153,6 +153,8 @@ describe('native protocol details', () => {
       [{ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'x' }] }, {}, 400, 'invalid_request_error'],
       [{ model: 'google/gemini-2.5-pro', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }, {}, 404, 'not_found_error'],
       [{ model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] }, { 'x-api-key': 'svc_short' }, 401, 'authentication_error'],
+      // Claude 4.5 takes a temperature or top_p, not both (Anthropic refuses the pair).
+      [{ model: 'claude-sonnet-4-5', max_tokens: 5, temperature: 0.5, top_p: 0.9, messages: [{ role: 'user', content: 'x' }] }, {}, 400, 'invalid_request_error'],
     ];
     for (const [body, headers, status, type] of cases) {
       const response = await post(body, headers);
@@ -190,7 +192,7 @@ describe('native protocol details', () => {
     try {
       const response = await post({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
       expect(response.status).toBe(402);
-      expect(await json(response)).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/credit/) } });
+      expect(await json(response)).toMatchObject({ type: 'error', error: { type: 'billing_error', message: expect.stringMatching(/credit/) } });
       expect(env.sim.requests.length).toBe(before);
     } finally {
       await setBalanceNano(env.api.deps.db, env.tenant.projectId, 1_000_000_000_000n, [env.api.deps]);

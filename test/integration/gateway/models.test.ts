@@ -38,6 +38,13 @@ describe('public model catalog', () => {
     });
     const noTemperature = await json(await fetch(`${api.url}/v1/models/openai/gpt-5/schema`));
     expect(noTemperature.parameters.properties.temperature).toBeUndefined();
+    // Nor top_p, nor stop sequences (OpenAI refuses them on its reasoning models).
+    expect(noTemperature.parameters.properties).not.toHaveProperty('top_p');
+    expect(noTemperature.parameters.properties).not.toHaveProperty('stop');
+    expect(byParts.parameters.properties.top_p).toEqual({ type: 'number', minimum: 0, maximum: 1 });
+    // A model that takes temperature or top_p, not both, says so.
+    expect(byParts.parameters.not).toEqual({ required: ['temperature', 'top_p'] });
+    expect((await json(await fetch(`${api.url}/v1/models/openai/gpt-4o/schema`))).parameters).not.toHaveProperty('not');
     expect((await fetch(`${api.url}/v1/models/openai/gpt-0/schema`)).status).toBe(404);
     // thinking_config only where the model reasons, as reasoning_effort (a request with it elsewhere is 400).
     const thinking = await json(await fetch(`${api.url}/v1/models/google/gemini-2.5-flash/schema`));
