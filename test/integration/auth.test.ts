@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import Router from '@koa/router';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -59,7 +59,7 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
-const post = (path: string, headers: Record<string, string>) => fetch(`${api.url}${path}`, { method: 'POST', headers, body: '{}' });
+const post = (path: string, headers: Record<string, string>, target: TestApi = api) => fetch(`${target.url}${path}`, { method: 'POST', headers, body: '{}' });
 
 describe('API keys', () => {
   test.each([
@@ -238,6 +238,20 @@ describe('rate limiting', () => {
     expect(responses.filter((r) => r.status === 200).length).toBeGreaterThan(0);
     expect(responses.filter((r) => r.status === 429).length).toBeGreaterThanOrEqual(9);
   });
+});
+
+test('made-up credentials, a fresh one per request, are limited by the client address once refused', async () => {
+  // Its own api: the refused-credential bucket of this address must not starve the other tests.
+  const own: TestApi = await startApi({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '30' }, { extraRouters: [probeRouter(() => own)] });
+  try {
+    const fresh = () => bearer(`svc_${randomBytes(32).toString('base64url')}`);
+    const statuses = [];
+    for (let i = 0; i < 40; i++) statuses.push((await post('/v1/_probe/chat', fresh(), own)).status);
+    expect(statuses.slice(0, 30).every((status) => status === 401)).toBe(true);
+    expect(statuses.slice(31)).toEqual(Array(9).fill(429));
+  } finally {
+    await own.close();
+  }
 });
 
 describe('logs', () => {

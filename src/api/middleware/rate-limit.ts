@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Deps } from '../../deps';
-import { rateLimited } from '../errors';
+import { ApiError, rateLimited } from '../errors';
 import { bearerFrom } from '../../auth/middleware';
 import type { Middleware } from '../types';
 
@@ -31,6 +31,15 @@ export class TokenBuckets {
     return this.ratePerSecond > 0 ? Math.ceil((1 - bucket.tokens) / this.ratePerSecond) : 60;
   }
 
+  /** The seconds to wait before `key` has a token again (0: it has one), taking none. */
+  peek(key: string): number {
+    const bucket = this.buckets.get(key);
+    if (!bucket) return 0;
+    const tokens = Math.min(this.burst, bucket.tokens + ((this.now() - bucket.updated) / 1000) * this.ratePerSecond);
+    if (tokens >= 1) return 0;
+    return this.ratePerSecond > 0 ? Math.ceil((1 - tokens) / this.ratePerSecond) : 60;
+  }
+
   /** Full buckets carry no state worth keeping. */
   private evictFull(): void {
     for (const [key, bucket] of this.buckets) if (bucket.tokens >= this.burst - 1) this.buckets.delete(key);
@@ -53,8 +62,17 @@ export function rateLimit(deps: Deps): Middleware {
     const authorization = ctx.get('authorization');
     const credential = (authorization ? (bearerFrom(authorization) ?? authorization) : '') || ctx.get('x-api-key').trim();
     const key = credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`;
-    const wait = shared.take(key);
+    // A fresh made-up credential per request would get a fresh bucket (and cost a database
+    // lookup each): refused credentials also drain a bucket of the client address, and an
+    // address that has drained it is refused before any lookup until it refills.
+    const refusedKey = `refused:${ctx.ip}`;
+    const wait = Math.max(shared.peek(refusedKey), shared.take(key));
     if (wait > 0) throw rateLimited(wait);
-    await next();
+    try {
+      await next();
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) shared.take(refusedKey);
+      throw error;
+    }
   };
 }

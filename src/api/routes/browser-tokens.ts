@@ -31,7 +31,8 @@ export function browserTokensRouter(deps: Deps): Router<AppState, AppContext> {
     const principal = ctx.state.principal!;
     // (The route takes API keys and service tokens only: the token names its minter, and dies with it.)
     const agent = await findAgent(deps.db, input.agent_id);
-    if (!agent || !(await canAccessProject(deps.db, principal, agent.project_id))) throw notFound('agent');
+    // An absent agent pays the same project lookup as another project's: no timing hint either.
+    if (!(await canAccessProject(deps.db, principal, agent?.project_id ?? '')) || !agent) throw notFound('agent');
     const { token, expiresAt } = await signBrowserToken(
       deps.config,
       { accountId: principal.accountId, projectId: agent.project_id, agentId: agent.id, ownerId: input.owner_id, mintedBy: `${principal.method}:${principal.keyId}` },

@@ -94,8 +94,10 @@ async function explicitProject(deps: Deps, principal: Principal, explicit: strin
 
 /** Logs the search against the caller's session, only when that session is in the caller's project. */
 async function noteSession(deps: Deps, ctx: AppContext, projectId: string, collectionId: string): Promise<void> {
-  const sessionId = ctx.get(SESSION_HEADER);
-  if (!sessionId || sessionId.length > 128) return;
+  // Optional and only logged: a value that is not a resource id is ignored, not refused.
+  const parsed = ResourceIdSchema.safeParse(ctx.get(SESSION_HEADER));
+  if (!parsed.success) return;
+  const sessionId = parsed.data;
   const { rows } = await deps.db.query('SELECT 1 FROM sessions WHERE id = $1 AND project_id = $2', [sessionId, projectId]);
   if (rows.length > 0) ctx.state.log.info({ session_id: sessionId, collection_id: collectionId }, 'kb search');
 }

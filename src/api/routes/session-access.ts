@@ -11,15 +11,17 @@ import { notFound } from '../errors';
  */
 export async function loadAccessibleSession(deps: Deps, principal: Principal, sessionId: string): Promise<SessionRow> {
   const session = await findSession(deps.db, sessionId);
-  if (!session) throw notFound('session');
   if (principal.method === 'browser_session') {
     const bound =
+      session &&
       principal.projectId === session.project_id &&
       principal.agentId === session.agent_id &&
       (session.owner_id === null || principal.ownerId === session.owner_id);
     if (!bound) throw notFound('session');
     return session;
   }
-  await requireResourceProject(deps.db, principal, session.project_id, 'session');
+  // An absent session pays the same project lookup as another project's (requireResourceProject).
+  await requireResourceProject(deps.db, principal, session?.project_id, 'session');
+  if (!session) throw notFound('session');
   return session;
 }

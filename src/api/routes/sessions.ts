@@ -37,7 +37,8 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
     const input = parseInput(SessionCreateSchema, ctx.request.body);
     const principal = ctx.state.principal!;
     const agent = await findAgent(deps.db, input.agent.id);
-    if (!agent || !(await canAccessProject(deps.db, principal, agent.project_id))) throw notFound('agent');
+    // An absent agent pays the same project lookup as another project's: no timing hint either.
+    if (!(await canAccessProject(deps.db, principal, agent?.project_id ?? '')) || !agent) throw notFound('agent');
     if (input.agent.version !== undefined && input.agent.version !== agent.version) {
       throw conflict(`agent.version ${input.agent.version} is not the agent's current version ${agent.version}`);
     }
