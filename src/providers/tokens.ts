@@ -26,8 +26,12 @@ export function estimateRequestTokens(request: Pick<UnifiedRequest, 'system' | '
   return estimateTextTokens(' '.repeat(chars));
 }
 
-/** Usage for a stream that broke: what the provider reported so far, topped up by estimates. */
-export function partialUsage(reported: Usage, request: UnifiedRequest, producedChars: number): Usage {
+/**
+ * Usage for a stream that broke: what the provider reported so far, topped up by estimates,
+ * unless the provider had already sent its final count (`final`: the break came after it).
+ */
+export function partialUsage(reported: Usage, request: UnifiedRequest, producedChars: number, final = false): Usage {
+  if (final) return reported;
   const input = reported.input_tokens + reported.cache_read_input_tokens + reported.cache_creation_input_tokens;
   return {
     ...reported,

@@ -50,6 +50,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
   let producedChars = 0;
   let textLength = 0; // of the answer's text so far
   let stopped = false;
+  let finalUsage = false; // the closing message_delta brought the final count
   try {
     for await (const sse of decodeSse(chunks)) {
       const parsed = EventSchema.safeParse(safeJson(sse.data));
@@ -126,6 +127,8 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
           if (event.delta?.stop_reason) finish = mapAnthropicStopReason(event.delta.stop_reason);
           if (event.delta?.stop_sequence) stopSequence = event.delta.stop_sequence;
           if (event.usage) {
+            // The message's final usage (its closing delta carries the stop reason).
+            finalUsage = Boolean(event.delta?.stop_reason);
             // message_delta usage is cumulative; fields it omits keep their message_start value.
             const next = convertAnthropicUsage(event.usage);
             usage = {
@@ -160,7 +163,7 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
     yield { type: 'finish', finish_reason: finish ?? mapAnthropicStopReason(null), stop_sequence: stopSequence, usage };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars) };
+    yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars, finalUsage) };
   }
 }
 

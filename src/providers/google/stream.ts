@@ -18,6 +18,7 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
   let sawToolCall = false;
   let grounded = false;
   let producedChars = 0;
+  let finalUsage = false;
   let text = ''; // the answer's text so far: grounding segments are offsets into it
   const supports: GroundingSupport[] = [];
   try {
@@ -60,7 +61,11 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
       // A chunk's grounding indexes its own sources; its segments are read against the whole
       // answer once it is in (streamed parts are pieces of the answer, so no partIndex applies).
       supports.push(...groundingSupports(candidate?.groundingMetadata));
-      if (candidate?.finishReason) finishRaw = candidate.finishReason;
+      if (candidate?.finishReason) {
+        finishRaw = candidate.finishReason;
+        // The finishing chunk's usage is the call's final count.
+        finalUsage = chunk.usageMetadata !== undefined;
+      }
       if (!candidate && chunk.promptFeedback?.blockReason) finishRaw = chunk.promptFeedback.blockReason;
     }
     if (finishRaw === undefined) throw new UpstreamConnectionError('the google stream ended without a finish reason', { provider, model, retryable: true });
@@ -74,6 +79,6 @@ export async function* parseGoogleStream(chunks: AsyncIterable<Uint8Array>, requ
     };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: withGrounding(partialUsage(usage, request, producedChars), grounded) };
+    yield { type: 'error', error: failure, usage: withGrounding(partialUsage(usage, request, producedChars, finalUsage), grounded) };
   }
 }

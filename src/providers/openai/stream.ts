@@ -134,7 +134,7 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
     };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: withSearchCall(partialUsage(usage, request, producedChars), request) };
+    yield { type: 'error', error: failure, usage: withSearchCall(partialUsage(usage, request, producedChars, usageSeen), request) };
   }
 }
 

@@ -66,6 +66,7 @@ export function unifiedToChat(result: UnifiedResult, model: string, created = Ma
 export function createChatChunker(model: string, includeUsage: boolean, created = Math.floor(Date.now() / 1000)) {
   let id = 'chatcmpl-pending';
   const toolIndex = new Map<string, number>();
+  const citations: object[] = [];
   const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
     id,
     object: 'chat.completion.chunk',
@@ -81,7 +82,10 @@ export function createChatChunker(model: string, includeUsage: boolean, created 
       case 'text-delta':
         return [chunk(part.refusal ? { refusal: part.delta } : { content: part.delta })];
       case 'url-citation':
-        return [chunk({ annotations: [annotation(part.citation)] })];
+        // Held for one chunk before the finish: the openai SDK keeps only the latest delta's
+        // `annotations` (it copies unknown delta fields over the message's).
+        citations.push(annotation(part.citation));
+        return [];
       case 'reasoning-delta':
         return [chunk({ reasoning_content: part.delta })];
       case 'tool-input-start': {
@@ -99,7 +103,8 @@ export function createChatChunker(model: string, includeUsage: boolean, created 
           chunk({ tool_calls: [{ index: toolIndex.get(part.id), id: part.id, type: 'function', function: { name: part.name, arguments: JSON.stringify(part.input) }, ...signatureOf(part) }] }),
         ];
       case 'finish': {
-        const out: object[] = [chunk({}, toOpenAIFinishReason(part.finish_reason))];
+        const out: object[] = citations.length > 0 ? [chunk({ annotations: citations })] : [];
+        out.push(chunk({}, toOpenAIFinishReason(part.finish_reason)));
         if (includeUsage) out.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: chatUsage(part.usage) });
         return out;
       }

@@ -189,3 +189,16 @@ test('in development without keys every provider defaults to the simulator; a ke
   const production = createProviderRegistry(loadConfig({ ENVIRONMENT: 'production', GATEWAY_SECRET: 'production-secret-'.padEnd(48, 'x') }));
   expect(production.baseUrls.openai).toBe('https://api.openai.com/v1');
 });
+
+test.each([
+  // [model, SSE events before the end marker]: OpenAI's [DONE] follows its usage chunk; Anthropic's
+  // message_stop follows the message_delta holding the final usage.
+  ['openai/gpt-4.1-mini', 13],
+  ['anthropic/claude-sonnet-4-5', 15],
+])('%s: a stream that breaks after the final usage bills the provider count, not an estimate', async (model, events) => {
+  const plain = await providers.generate(request(model, 'Count these [[tokens:10]]'));
+  const parts = await collect(await providers.stream(request(model, `Count these [[tokens:10]] [[cut:${events}]]`)));
+  const last = parts.at(-1)!;
+  expect(last.type).toBe('error');
+  expect((last as { usage: { output_tokens: number } }).usage.output_tokens).toBe(plain.usage.output_tokens);
+});

@@ -219,6 +219,10 @@ describe('metering', () => {
     const content = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('');
     expect(content).toBe(message.content);
     expect(chunks.flatMap((chunk) => chunk.choices[0]?.delta.annotations ?? [])).toEqual(expected(content));
+    // All in one chunk: the openai SDK keeps only the latest delta's annotations.
+    expect(chunks.filter((chunk) => chunk.choices[0]?.delta.annotations)).toHaveLength(1);
+    const final = await client.chat.completions.stream(body as Parameters<typeof client.chat.completions.stream>[0]).finalChatCompletion();
+    expect(final.choices[0]!.message.annotations).toEqual(expected(content));
   });
 
   test('an answer that searched nothing has no annotations', async () => {
