@@ -123,7 +123,9 @@ export const ChatCompletionRequest = z.strictObject({
   /** OpenAI's newer name for max_tokens; accepted as an alias. */
   max_completion_tokens: optionalOrNull(z.int().min(1).max(CATALOG_MAX_OUTPUT_TOKENS, `max_completion_tokens must be at most ${CATALOG_MAX_OUTPUT_TOKENS}`)),
   stream: optionalOrNull(z.boolean()),
-  stream_options: optionalOrNull(z.strictObject({ include_usage: z.boolean().optional() })),
+  // include_obfuscation (OpenAI pads chunks against length side channels) is accepted and has no
+  // effect: the gateway writes its own chunks and adds no padding.
+  stream_options: optionalOrNull(z.strictObject({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() })),
   stop: optionalOrNull(z.union([z.string(), z.array(z.string()).max(MAX_STOP_SEQUENCES)])),
   tools: optionalOrNull(z.array(ChatTool).max(128)),
   tool_choice: optionalOrNull(

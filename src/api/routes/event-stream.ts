@@ -165,9 +165,11 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
     ctx.body = out;
     out.write(`retry: ${RETRY_MS}\n: stream open\n\n`);
-    // An idle stream whose credential was revoked or expired is closed at its next keep-alive.
+    // An idle stream whose credential was revoked or expired, or whose session was deleted (or
+    // is no longer this caller's), is closed at its next keep-alive.
     keepAlive = setInterval(() => {
-      credentialStillValid(deps, token).then((valid) => {
+      const check = async () => (await credentialStillValid(deps, token)) && (await stillAccessible(deps, ctx.state.principal!, session.id));
+      check().then((valid) => {
         if (closed) return; // the stream ended while the check ran
         if (valid) out.write(': keep-alive\n\n');
         else close();

@@ -66,7 +66,8 @@ describe('the official openai client against the gateway', () => {
       model,
       messages: [{ role: 'user', content: 'stream me [[tokens:12]]' }],
       stream: true,
-      stream_options: { include_usage: true },
+      // (include_obfuscation: an OpenAI option the SDK types; accepted, no effect.)
+      stream_options: { include_usage: true, include_obfuscation: false },
     });
     let text = '';
     let finish: string | null = null;

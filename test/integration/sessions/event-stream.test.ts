@@ -168,6 +168,19 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     }
   });
 
+  test('an idle stream of a session that is deleted closes at its next keep-alive', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const stream = await openStream(`/v1beta1/sessions/${session.id}/events/stream`, tenant.key);
+    try {
+      await stream.until(() => stream.frames.includes(': keep-alive'));
+      expect((await client.delete(`/v1/sessions/${session.id}`)).status).toBe(204);
+      await stream.until(() => stream.ended());
+    } finally {
+      stream.close();
+    }
+  });
+
   test('one credential holds at most EVENT_STREAM_MAX_PER_CREDENTIAL open streams (here 5): the next is 429 until one closes', async () => {
     const { client, agent, tenant } = await tenantWithAgent(api);
     const session = await createSession(client, agent.id);
