@@ -107,7 +107,8 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
  * order: a message sent while an earlier run was in its tool loop sits in the log between that
  * run's calls and their results, and a cut there would keep results whose calls were summarized
  * (every provider refuses such a history). Everything summarized is at or below `throughSeq`;
- * kept messages that sit below it in the log are named in `keptBelow`, so later reads keep them.
+ * the other events that sit below it in the log (kept messages, and queued ones no run has
+ * claimed yet) are named in `keptBelow`, so later reads keep them.
  * Null when there is nothing before the newest message to summarize.
  */
 export function compactionCut(events: EventRow[]): { older: EventRow[]; kept: EventRow[]; throughSeq: number; keptBelow: number[] } | null {
@@ -119,8 +120,12 @@ export function compactionCut(events: EventRow[]): { older: EventRow[]; kept: Ev
   const older = before.filter((e) => e.type !== 'system.message');
   if (lastUser <= 0 || older.length === 0) return null;
   const kept = [...before.filter((e) => e.type === 'system.message'), ...ordered.slice(lastUser)];
-  const throughSeq = Math.max(...older.map((e) => Number(e.seq)));
-  return { older, kept, throughSeq, keptBelow: kept.map((e) => Number(e.seq)).filter((seq) => seq <= throughSeq) };
+  const throughSeq = older.reduce((max, e) => Math.max(max, Number(e.seq)), 0);
+  // Everything at or below the cut that is not summarized stays: the kept messages, and messages
+  // still queued (no run has claimed them yet: a later run will).
+  const summarized = new Set(older);
+  const keptBelow = events.filter((e) => !summarized.has(e) && Number(e.seq) <= throughSeq).map((e) => Number(e.seq));
+  return { older, kept, throughSeq, keptBelow };
 }
 
 const summaryMaxTokens = (model: ModelRecord) => Math.min(1024, model.max_output_tokens);

@@ -29,7 +29,8 @@ beforeAll(async () => {
       },
     },
   });
-  tenant = await createTenant(api.deps.db, { credits: 100n });
+  // openai/gpt-4 is dear (30 USD a million input tokens) and these prompts fill its window.
+  tenant = await createTenant(api.deps.db, { credits: 2000n });
 });
 afterAll(async () => {
   await worker?.stop();
@@ -66,6 +67,25 @@ test('compaction never keeps a tool result whose call it summarized', async () =
   const sent = String(messages[0]!.content);
   expect(sent.startsWith('Summary of the earlier conversation')).toBe(true);
   expect(sent.endsWith('beta [[tokens:10]]')).toBe(true);
+});
+
+test('a message still queued when an earlier run compacts is answered by its own run afterwards', async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { model: 'openai/gpt-4', tools: [{ type: 'echo', name: 'say' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'alpha '.repeat(2500)}[[tool:say {"message":"ping"}]]`) }]);
+  await waitForEvent(api.deps, session.sessionId, 'agent.tool_use');
+  // Two requests during the first run's tool loop: two runs, the second queued behind the first.
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${'beta '.repeat(3000)}[[tokens:10]]`) }]);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('third question marker') }]);
+
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing', 3);
+  expect(events.filter((e) => e.type === 'session.compaction')).toHaveLength(1);
+  const closings = events.filter((e) => e.type === 'session.status_idle' || e.type === 'session.error');
+  expect(closings.map((e) => e.stop_reason)).toEqual(['end_turn', 'end_turn', 'end_turn']);
+  // The third run's model call held its own message, after the summary and the second message.
+  const third = simulator.requests.filter((r) => JSON.stringify(r.body).includes('third question marker')).at(-1)!;
+  const messages = (third.body as { messages: OpenAIMessage[] }).messages;
+  expect(String(messages.at(-1)!.content)).toContain('third question marker');
+  expect(JSON.stringify(messages)).toContain('Summary of the earlier conversation');
 });
 
 test('system.message instructions outlive a compaction: kept, not summarized', async () => {
