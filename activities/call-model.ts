@@ -114,7 +114,9 @@ async function assemble(parts: AsyncIterable<StreamPart>, started: number): Prom
       if (!open) blocks.push((open = { type: 'reasoning', text: '' }));
       open.text += part.delta;
     } else if (part.type === 'reasoning-signature') {
+      // (A signed block may come without thinking text.)
       if (open) open.signature = part.signature;
+      else blocks.push({ type: 'reasoning', text: '', signature: part.signature });
       open = undefined;
     } else if (part.type === 'redacted-reasoning') {
       open = undefined;
@@ -215,12 +217,15 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
             const citations = distinctCitations(context.runCitations);
             blocks.push({ type: 'text', text: turn.text, ...(citations.length > 0 ? { citations } : {}) });
           }
+          // Anthropic's signed thinking, kept internal with the model that signed it (only that model
+          // takes it back): on the turn's message, or on its tool calls when the thinking was all
+          // redacted (no thought text, so no message).
+          const thinking = turn.thinkingBlocks && model.provider === 'anthropic' ? { _thinking: { model: model.id, blocks: turn.thinkingBlocks } } : undefined;
           if (blocks.length > 0) {
             events.push({
               type: 'agent.message',
               content: blocks,
-              // Kept internal, with the model that signed them: only that model takes them back.
-              ...(turn.thinkingBlocks ? { attributes: { _thinking: { model: model.id, blocks: turn.thinkingBlocks } } } : {}),
+              ...(thinking ? { attributes: thinking } : {}),
               run_id: input.runId,
               idempotency_key: `${keyPrefix}:message`,
               processed: true,
@@ -229,10 +234,11 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
           if (turn.toolCalls.length > 0) {
             // Gemini's thought signatures go back with their calls on later turns; kept internal.
             const signatures = Object.fromEntries(turn.toolCalls.flatMap((call) => (call.signature ? [[call.id, call.signature]] : [])));
+            const attributes = { ...(Object.keys(signatures).length > 0 ? { _thought_signatures: signatures } : {}), ...(thinking && blocks.length === 0 ? thinking : {}) };
             events.push({
               type: 'agent.tool_use',
               content: turn.toolCalls.map((call) => ({ type: 'tool_use', id: call.id, name: call.name, input: call.input })),
-              ...(Object.keys(signatures).length > 0 ? { attributes: { _thought_signatures: signatures } } : {}),
+              ...(Object.keys(attributes).length > 0 ? { attributes } : {}),
               run_id: input.runId,
               idempotency_key: `${keyPrefix}:tool_use`,
               processed: true,

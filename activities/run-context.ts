@@ -169,6 +169,12 @@ export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' 
   const toolNames = new Map<string, string>();
   const answered = new Set<string>();
 
+  // A turn's signed thinking goes back to the model that signed it (Anthropic continues a tool
+  // loop with thinking on only then); other models read the answer alone.
+  const signedThinking = (event: EventRow): AssistantPart[] => {
+    const thinking = event.attributes?._thinking as { model?: string; blocks?: AssistantPart[] } | undefined;
+    return thinking?.model === context.agent.model && Array.isArray(thinking.blocks) ? thinking.blocks : [];
+  };
   const push = (role: 'user' | 'assistant', parts: Array<UserPart | AssistantPart>) => {
     if (parts.length === 0) return;
     const last = messages[messages.length - 1];
@@ -187,17 +193,13 @@ export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' 
       case 'system.message':
         system.push(...blocks.map(systemText).filter((t): t is string => t !== undefined).map((text) => ({ type: 'text' as const, text })));
         break;
-      case 'agent.message': {
-        // The turn's signed thinking goes back to the model that signed it (Anthropic continues a
-        // tool loop with thinking on only then); other models read the answer's text alone.
-        const thinking = event.attributes?._thinking as { model?: string; blocks?: AssistantPart[] } | undefined;
-        const signed = thinking?.model === context.agent.model && Array.isArray(thinking.blocks) ? thinking.blocks : [];
-        push('assistant', [...signed, ...blocks.filter((b) => b.type === 'text').map((b) => ({ type: 'text' as const, text: String(b.text ?? '') }))]);
+      case 'agent.message':
+        push('assistant', [...signedThinking(event), ...blocks.filter((b) => b.type === 'text').map((b) => ({ type: 'text' as const, text: String(b.text ?? '') }))]);
         break;
-      }
       case 'agent.tool_use': {
         for (const b of blocks) toolNames.set(String(b.id), String(b.name));
         const signatures = (event.attributes?._thought_signatures ?? {}) as Record<string, string>;
+        push('assistant', signedThinking(event));
         push(
           'assistant',
           blocks.map((b) => ({
@@ -239,6 +241,22 @@ export function buildConversation(context: Pick<RunContext, 'agent' | 'summary' 
     if (next && next.role === 'user') next.content.unshift(...results);
     else messages.splice(i + 1, 0, { role: 'user', content: results });
   }
-  if (messages[0]?.role === 'assistant') messages.unshift({ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] });
-  return { system, messages, loadedTools };
+  // Thinking matters only to the tool loop in progress (the turns since the last message that is
+  // not just tool results): earlier turns' thinking would only fill the window.
+  // (A turn that only thought, cut short by max_tokens, leaves no message then.)
+  let loopStart = 0;
+  messages.forEach((m, i) => {
+    if (m.role === 'user' && m.content.some((p) => p.type !== 'tool-result')) loopStart = i;
+  });
+  const earlier = messages.splice(0, loopStart);
+  const kept = earlier.map((m) => (m.role === 'assistant' ? { ...m, content: m.content.filter((p) => p.type !== 'reasoning' && p.type !== 'redacted-reasoning') } : m));
+  const conversation: UnifiedMessage[] = [];
+  for (const message of [...kept, ...messages]) {
+    const last = conversation[conversation.length - 1];
+    if (message.content.length === 0) continue;
+    if (last && last.role === message.role) (last.content as Array<UserPart | AssistantPart>).push(...message.content);
+    else conversation.push(message);
+  }
+  if (conversation[0]?.role === 'assistant') conversation.unshift({ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] });
+  return { system, messages: conversation, loadedTools };
 }

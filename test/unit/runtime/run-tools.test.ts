@@ -126,3 +126,24 @@ test('deferred tools loaded before the latest compaction stay loaded (their tool
   expect(loaded).toEqual(new Set(['book']));
   expect(modelTools(tools, loaded, { kbEnabled: true }).map((t) => t.name)).toContain('book');
 });
+
+test("signed thinking goes back only to the model that signed it, and only within the tool loop in progress", () => {
+  const event = (type: string, seq: number, content: unknown[], attributes: Record<string, unknown> = {}) => ({ id: `e${seq}`, session_id: 's', seq: String(seq), type, content, attributes, usage: null, error_code: null, run_id: 'r1', processed_at: new Date(seq), created_at: new Date(seq) });
+  const signed = { _thinking: { model: 'anthropic/claude-sonnet-4-5', blocks: [{ type: 'reasoning', text: 'hmm', signature: 'sig-1' }] } };
+  const redacted = { _thinking: { model: 'anthropic/claude-sonnet-4-5', blocks: [{ type: 'redacted-reasoning', data: 'opaque' }] } };
+  const log = [
+    event('user.message', 1, [{ type: 'text', text: 'first' }]),
+    event('agent.message', 2, [{ type: 'thought', text: 'hmm' }, { type: 'text', text: 'answer one' }], signed),
+    event('user.message', 3, [{ type: 'text', text: 'second' }]),
+    // A turn whose thinking was all redacted: no message, the thinking rides on its tool calls.
+    event('agent.tool_use', 4, [{ type: 'tool_use', id: 'c1', name: 'lookup', input: {} }], redacted),
+    event('user.tool_result', 5, [{ type: 'tool_result', tool_use_id: 'c1', content: 'found' }]),
+  ];
+  const agent = (model: string) => ({ id: 'a', model, system_prompt: null, temperature: null, max_tokens: null, reasoning_effort: null, tools: [], settings: null });
+  const parts = (model: string) => buildConversation({ agent: agent(model), events: log }).messages.map((m) => `${m.role}: ${m.content.map((p) => p.type).join(',')}`);
+  expect(parts('anthropic/claude-sonnet-4-5')).toEqual(['user: text', 'assistant: text', 'user: text', 'assistant: redacted-reasoning,tool-call', 'user: tool-result']);
+  expect(parts('anthropic/claude-haiku-4-5')).toEqual(['user: text', 'assistant: text', 'user: text', 'assistant: tool-call', 'user: tool-result']);
+  // A turn that only thought (cut short) is no message at all once its loop is over.
+  const thoughtOnly = [log[0]!, event('agent.message', 2, [{ type: 'thought', text: 'hmm' }], signed), log[2]!];
+  expect(buildConversation({ agent: agent('anthropic/claude-sonnet-4-5'), events: thoughtOnly }).messages.map((m) => m.role)).toEqual(['user']);
+});
