@@ -244,11 +244,17 @@ test('made-up credentials, a fresh one per request, are limited by the client ad
   // Its own api: the refused-credential bucket of this address must not starve the other tests.
   const own: TestApi = await startApi({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '30' }, { extraRouters: [probeRouter(() => own)] });
   try {
+    const known = await createTenant(own.deps.db, { credits: 1000n });
+    expect((await post('/v1/_probe/chat', bearer(known.key), own)).status).toBe(200);
     const fresh = () => bearer(`svc_${randomBytes(32).toString('base64url')}`);
     const statuses = [];
     for (let i = 0; i < 40; i++) statuses.push((await post('/v1/_probe/chat', fresh(), own)).status);
     expect(statuses.slice(0, 30).every((status) => status === 401)).toBe(true);
     expect(statuses.slice(31)).toEqual(Array(9).fill(429));
+    // A credential accepted before still gets through from that address; one never seen waits with the rest.
+    expect((await post('/v1/_probe/chat', bearer(known.key), own)).status).toBe(200);
+    const unseen = await createTenant(own.deps.db, { credits: 1000n });
+    expect((await post('/v1/_probe/chat', bearer(unseen.key), own)).status).toBe(429);
   } finally {
     await own.close();
   }

@@ -18,25 +18,31 @@ export class TokenBuckets {
 
   /** Takes one token; returns 0 when allowed, else the seconds to wait. */
   take(key: string): number {
-    const now = this.now();
-    const bucket = this.buckets.get(key) ?? { tokens: this.burst, updated: now };
-    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.updated) / 1000) * this.ratePerSecond);
-    bucket.updated = now;
+    const bucket = this.refilled(key);
     this.buckets.set(key, bucket);
     if (this.buckets.size > 100_000) this.evictFull();
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;
       return 0;
     }
-    return this.ratePerSecond > 0 ? Math.ceil((1 - bucket.tokens) / this.ratePerSecond) : 60;
+    return this.waitFor(bucket.tokens);
   }
 
   /** The seconds to wait before `key` has a token again (0: it has one), taking none. */
   peek(key: string): number {
-    const bucket = this.buckets.get(key);
-    if (!bucket) return 0;
-    const tokens = Math.min(this.burst, bucket.tokens + ((this.now() - bucket.updated) / 1000) * this.ratePerSecond);
-    if (tokens >= 1) return 0;
+    const { tokens } = this.refilled(key);
+    return tokens >= 1 ? 0 : this.waitFor(tokens);
+  }
+
+  private refilled(key: string): { tokens: number; updated: number } {
+    const now = this.now();
+    const bucket = this.buckets.get(key) ?? { tokens: this.burst, updated: now };
+    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.updated) / 1000) * this.ratePerSecond);
+    bucket.updated = now;
+    return bucket;
+  }
+
+  private waitFor(tokens: number): number {
     return this.ratePerSecond > 0 ? Math.ceil((1 - tokens) / this.ratePerSecond) : 60;
   }
 
@@ -46,16 +52,23 @@ export class TokenBuckets {
   }
 }
 
-const bucketsByDeps = new WeakMap<Deps, TokenBuckets>();
+/** Per api process (deps): the buckets, and digests of credentials authentication accepted lately. */
+const stateByDeps = new WeakMap<Deps, { buckets: TokenBuckets; accepted: Set<string> }>();
 
 export function rateLimit(deps: Deps): Middleware {
   if (!deps.config.RATE_LIMIT_ENABLED) return (_ctx, next) => next();
-  let buckets = bucketsByDeps.get(deps);
-  if (!buckets) {
-    buckets = new TokenBuckets(deps.config.RATE_LIMIT_PER_SECOND, deps.config.RATE_LIMIT_BURST);
-    bucketsByDeps.set(deps, buckets);
+  let state = stateByDeps.get(deps);
+  if (!state) {
+    state = { buckets: new TokenBuckets(deps.config.RATE_LIMIT_PER_SECOND, deps.config.RATE_LIMIT_BURST), accepted: new Set() };
+    stateByDeps.set(deps, state);
   }
-  const shared = buckets;
+  const { buckets: shared, accepted } = state;
+  // (A Set keeps insertion order: the least recently accepted go first.)
+  const remember = (key: string) => {
+    accepted.delete(key);
+    accepted.add(key);
+    if (accepted.size > 10_000) accepted.delete(accepted.values().next().value!);
+  };
   return async (ctx, next) => {
     // Keyed by the credential itself, as authentication reads it: spacing or the scheme's case
     // in the header must not make a fresh bucket.
@@ -64,14 +77,21 @@ export function rateLimit(deps: Deps): Middleware {
     const key = credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`;
     // A fresh made-up credential per request would get a fresh bucket (and cost a database
     // lookup each): refused credentials also drain a bucket of the client address, and an
-    // address that has drained it is refused before any lookup until it refills.
+    // address that has drained it is refused before any lookup until it refills, except for
+    // credentials accepted recently (so one client's bad keys do not lock out others behind
+    // the same address).
     const refusedKey = `refused:${ctx.ip}`;
-    const wait = Math.max(shared.peek(refusedKey), shared.take(key));
+    const blocked = accepted.has(key) ? 0 : shared.peek(refusedKey);
+    const wait = blocked || shared.take(key);
     if (wait > 0) throw rateLimited(wait);
     try {
       await next();
+      if (credential) remember(key);
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401) shared.take(refusedKey);
+      if (error instanceof ApiError && error.status === 401) {
+        accepted.delete(key); // (a key revoked since)
+        shared.take(refusedKey);
+      } else if (credential) remember(key);
       throw error;
     }
   };
