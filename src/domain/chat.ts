@@ -256,6 +256,8 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
   if (request.tool_choice !== undefined && request.tool_choice !== 'none' && (request.tools ?? []).length === 0) {
     return { param: 'tool_choice', message: 'tool_choice needs tools' };
   }
+  // Forcing a call needs a function to call (web search is not one the caller gets back).
+  if (request.tool_choice === 'required' && names.length === 0) return { param: 'tool_choice', message: "tool_choice 'required' needs at least one function tool" };
   if (typeof request.tool_choice === 'object' && !names.includes(request.tool_choice.function.name)) {
     return { param: 'tool_choice', message: `tool_choice names a tool that is not in tools: ${request.tool_choice.function.name}` };
   }

@@ -54,6 +54,15 @@ export async function findAgent(db: Queryable, id: string): Promise<AgentRow | u
   return rows[0];
 }
 
+/**
+ * The agent, share-locked until the transaction ends: what a session is created from stays as
+ * read (no PATCH, move or delete in between; session creates do not wait on each other).
+ */
+export async function lockAgentShared(client: Queryable, id: string): Promise<AgentRow | undefined> {
+  const { rows } = await client.query<AgentRow>(`SELECT ${COLUMNS} FROM agents WHERE id = $1 AND deleted_at IS NULL FOR SHARE`, [id]);
+  return rows[0];
+}
+
 /** The agent, locked for update until the transaction ends (PATCH, DELETE). */
 export async function lockAgent(client: Queryable, id: string): Promise<AgentRow | undefined> {
   const { rows } = await client.query<AgentRow>(`SELECT ${COLUMNS} FROM agents WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, [id]);

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
-import { canAccessProject } from '../../auth/tenancy';
+import { requireResourceProject } from '../../auth/tenancy';
 import { BROWSER_TOKEN_DEFAULT_TTL_SECONDS, BROWSER_TOKEN_MAX_TTL_SECONDS, signBrowserToken } from '../../auth/tokens';
 import { chars } from '../../domain/fields';
 import { SESSION_LIMITS } from '../../domain/sessions';
@@ -31,8 +31,9 @@ export function browserTokensRouter(deps: Deps): Router<AppState, AppContext> {
     const principal = ctx.state.principal!;
     // (The route takes API keys and service tokens only: the token names its minter, and dies with it.)
     const agent = await findAgent(deps.db, input.agent_id);
-    // An absent agent pays the same project lookup as another project's: no timing hint either.
-    if (!(await canAccessProject(deps.db, principal, agent?.project_id ?? '')) || !agent) throw notFound('agent');
+    // (An absent agent pays the same project lookup as another project's: no timing hint either.)
+    await requireResourceProject(deps.db, principal, agent?.project_id, 'agent');
+    if (!agent) throw notFound('agent');
     const { token, expiresAt } = await signBrowserToken(
       deps.config,
       { accountId: principal.accountId, projectId: agent.project_id, agentId: agent.id, ownerId: input.owner_id, mintedBy: `${principal.method}:${principal.keyId}` },

@@ -30,8 +30,9 @@ export function resolveMessagesModel(name: string): ModelRecord {
 }
 
 function nativeErrorEvent(ctx: AppContext, error: Error): string {
-  const status = error instanceof UpstreamHttpError ? error.status : 0;
   const failure = toGatewayError(error);
+  // The provider's status, else the gateway's for the failure (a timeout is 504: timeout_error).
+  const status = error instanceof UpstreamHttpError ? error.status : failure instanceof ApiError ? failure.status : 0;
   const message = failure instanceof ApiError ? failure.message : 'the model provider stream failed';
   return sseMessage({ type: 'error', error: { type: status ? nativeErrorType(status) : 'api_error', message, request_id: ctx.state.requestId } }, 'error');
 }

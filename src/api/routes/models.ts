@@ -17,7 +17,13 @@ function presentModel(model: ModelRecord) {
     provider: model.provider,
     name: model.name,
     capabilities: model.capabilities,
-    parameters: model.parameters,
+    // The sampling flags said explicitly for every model (the catalog states only exceptions).
+    parameters: {
+      ...model.parameters,
+      top_p: model.parameters.top_p !== false,
+      stop: model.parameters.stop !== false,
+      temperature_or_top_p: model.parameters.temperature_or_top_p === true,
+    },
     max_output_tokens: model.max_output_tokens,
     context_window: model.context_window,
     pricing: { unit: 'nano_credits_per_token', ...model.pricing },

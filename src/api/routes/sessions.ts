@@ -1,11 +1,11 @@
 import Router from '@koa/router';
 import type { Deps } from '../../deps';
 import { authenticate } from '../../auth/middleware';
-import { canAccessProject, requireProjectAccess } from '../../auth/tenancy';
+import { requireProjectAccess, requireResourceProject } from '../../auth/tenancy';
 import { reasoningEffortError } from '../../domain/agents';
 import { decodeCursor, encodeCursor } from '../../domain/cursor';
 import { applySessionPatch, SessionCreateSchema, SessionListQuerySchema, SessionPatchSchema } from '../../domain/sessions';
-import { findAgent, findAgentsByIds } from '../../store/agents';
+import { findAgentsByIds, lockAgentShared } from '../../store/agents';
 import { withTransaction } from '../../store/db';
 import { lockSession } from '../../store/events';
 import { newId } from '../../store/ids';
@@ -36,29 +36,34 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
   router.post('/v1/sessions', ...guard, body, async (ctx) => {
     const input = parseInput(SessionCreateSchema, ctx.request.body);
     const principal = ctx.state.principal!;
-    const agent = await findAgent(deps.db, input.agent.id);
-    // An absent agent pays the same project lookup as another project's: no timing hint either.
-    if (!(await canAccessProject(deps.db, principal, agent?.project_id ?? '')) || !agent) throw notFound('agent');
-    if (input.agent.version !== undefined && input.agent.version !== agent.version) {
-      throw conflict(`agent.version ${input.agent.version} is not the agent's current version ${agent.version}`);
-    }
-    const effort = input.reasoning_effort || null;
-    if (effort) {
-      const error = reasoningEffortError(agent.model, effort);
-      if (error) throw badRequest(`reasoning_effort: ${error}`, 'reasoning_effort');
-    }
-    const row = await insertSession(deps.db, {
-      id: newId('sesn'),
-      projectId: agent.project_id,
-      agentId: agent.id,
-      title: input.title ?? null,
-      reasoningEffort: effort,
-      metadata: input.metadata ?? {},
-      ownerId: input.owner_id ?? null,
-      clientId: principal.clientId ?? null,
+    // Checked and inserted under the agent's share lock: a PATCH, move or delete of the agent
+    // waits, so the session gets the project, version and model it was validated against.
+    const { row, agent } = await withTransaction(deps.db, async (client) => {
+      const agent = await lockAgentShared(client, input.agent.id);
+      // (An absent agent pays the same project lookup as another project's: no timing hint either.)
+      await requireResourceProject(client, principal, agent?.project_id, 'agent');
+      if (!agent) throw notFound('agent');
+      if (input.agent.version !== undefined && input.agent.version !== agent.version) {
+        throw conflict(`agent.version ${input.agent.version} is not the agent's current version ${agent.version}`);
+      }
+      const effort = input.reasoning_effort || null;
+      if (effort) {
+        const error = reasoningEffortError(agent.model, effort);
+        if (error) throw badRequest(`reasoning_effort: ${error}`, 'reasoning_effort');
+      }
+      const row = await insertSession(client, {
+        id: newId('sesn'),
+        projectId: agent.project_id,
+        agentId: agent.id,
+        title: input.title ?? null,
+        reasoningEffort: effort,
+        metadata: input.metadata ?? {},
+        ownerId: input.owner_id ?? null,
+        clientId: principal.clientId ?? null,
+      });
+      if (!row) throw notFound('agent');
+      return { row, agent };
     });
-    // The agent was deleted after it was read: as if it had been gone already.
-    if (!row) throw notFound('agent');
     ctx.status = 201;
     ctx.body = presentSession(row, agent);
   });

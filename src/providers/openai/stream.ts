@@ -51,6 +51,7 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
   let finishRaw: string | null | undefined;
   let usage: Usage = emptyUsage();
   let usageSeen = false;
+  let finalUsage = false;
   let producedChars = 0;
   let done = false;
 
@@ -84,6 +85,9 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
       if (chunk.usage) {
         usage = convertOpenAIUsage(chunk.usage);
         usageSeen = true;
+        // Usage after the finish is the call's final count (some compatible servers also send a
+        // running count on every chunk before it).
+        if (finishRaw !== undefined || chunk.choices?.[0]?.finish_reason) finalUsage = true;
       }
       const choice = chunk.choices?.[0];
       if (!choice) continue;
@@ -134,7 +138,7 @@ export async function* parseOpenAIStream(chunks: AsyncIterable<Uint8Array>, requ
     };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: withSearchCall(partialUsage(usage, request, producedChars, usageSeen), request) };
+    yield { type: 'error', error: failure, usage: withSearchCall(partialUsage(usage, request, producedChars, finalUsage), request) };
   }
 }
 

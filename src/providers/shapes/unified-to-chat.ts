@@ -82,10 +82,12 @@ export function createChatChunker(model: string, includeUsage: boolean, created 
       case 'text-delta':
         return [chunk(part.refusal ? { refusal: part.delta } : { content: part.delta })];
       case 'url-citation':
-        // Held for one chunk before the finish: the openai SDK keeps only the latest delta's
-        // `annotations` (it copies unknown delta fields over the message's).
+        // Held until the finish (or a failure), then sent in one chunk: the openai SDK keeps only
+        // the latest delta's `annotations` (it copies unknown delta fields over the message's).
         citations.push(annotation(part.citation));
         return [];
+      case 'error':
+        return citations.length > 0 ? [chunk({ annotations: citations })] : [];
       case 'reasoning-delta':
         return [chunk({ reasoning_content: part.delta })];
       case 'tool-input-start': {

@@ -1,6 +1,6 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
-import { createKey, createServiceToken, createTenant } from '../../support/factories';
+import { createKey, createServiceToken, createSiblingProject, createTenant } from '../../support/factories';
 import { apiClient, createAgent, createSession, PLAIN_MODEL, tenantWithAgent } from './support';
 
 let api: TestApi;
@@ -12,6 +12,34 @@ afterAll(() => api.close());
 const x = (n: number, ch = 'a') => ch.repeat(n);
 
 describe('POST /v1/sessions', () => {
+  test('a session created while its agent is being changed is checked against the agent as committed (no stale project or version)', async () => {
+    const { tenant, client, agent } = await tenantWithAgent(api);
+    const other = await createSiblingProject(api.deps.db, tenant.accountId);
+    // A change of the agent in flight (as a PATCH moving it holds its row), not yet committed.
+    const mover = await api.deps.db.connect();
+    try {
+      await mover.query('BEGIN');
+      await mover.query('SELECT 1 FROM agents WHERE id = $1 FOR UPDATE', [agent.id]);
+      const created = client.post('/v1/sessions', { agent: { id: agent.id, version: agent.version } });
+      // The create waits on the agent's row...
+      for (let i = 0; i < 100; i++) {
+        const { rows } = await api.deps.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM agents%FOR SHARE%'`);
+        if (rows.length > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // ...while the change moves the agent to another project and bumps its version.
+      await mover.query('UPDATE agents SET project_id = $2, version = version + 1 WHERE id = $1', [agent.id, other]);
+      await mover.query('COMMIT');
+      // The agent is no longer this key's project's: as if absent.
+      expect((await created).status).toBe(404);
+      const { rows } = await api.deps.db.query('SELECT project_id FROM sessions WHERE agent_id = $1', [agent.id]);
+      expect(rows).toEqual([]);
+    } finally {
+      await mover.query('ROLLBACK').catch(() => undefined);
+      mover.release();
+    }
+  });
+
   test('a session has its resolved agent, status idle, all five usage integers and round-trips its fields', async () => {
     const { client, agent } = await tenantWithAgent(api);
     const reply = await client.post('/v1/sessions', { agent: agent.id, title: 'Hi', reasoning_effort: 'high', metadata: { k: 'v' }, owner_id: 'visitor-1' });

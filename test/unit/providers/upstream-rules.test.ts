@@ -61,6 +61,11 @@ test('a tool schema without a top-level type goes upstream as an object schema',
   expect(google.tools[0]!.functionDeclarations[0]!.parametersJsonSchema).toEqual(expected);
 });
 
+test("tool_choice 'required' needs a function tool (web search alone is 400)", () => {
+  expect(chat('openai/gpt-4o-search-preview', { tools: [{ type: 'web_search' }], tool_choice: 'required' })).toMatchObject({ param: 'tool_choice' });
+  expect(chat('openai/gpt-4o-search-preview', { tools: [{ type: 'web_search' }], tool_choice: 'auto' })).toBeUndefined();
+});
+
 test('tool_choice and parallel_tool_calls go upstream only with function tools', () => {
   const searchOnly: Partial<UnifiedRequest> = { tools: [{ type: 'web_search' }], tool_choice: 'required', parallel_tool_calls: true };
   const openai = toOpenAIRequest(unified('openai/gpt-4o-search-preview', searchOnly), false);

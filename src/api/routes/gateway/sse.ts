@@ -93,6 +93,7 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
           ctx.state.log.info('client closed the connection during the stream');
           break;
         }
+        for (const text of protocol.encode(part)) await write(text); // what the protocol still held
         await write(protocol.encodeError(part.error));
         ctx.state.log.warn({ error: part.error.message, cause: String((part.error.cause as Error | undefined)?.message ?? '') }, 'upstream stream failed after it began');
         break;
