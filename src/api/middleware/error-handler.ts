@@ -5,13 +5,16 @@ import { nulField } from '../../json-text';
 import { ANTHROPIC_ERROR_TYPES } from '../../providers/anthropic/error-types';
 
 // Provider-native (Anthropic) error types by status, for POST /v1/messages: the provider's
-// own table, plus the statuses only the gateway answers with.
+// own table, within the types the spec lists for this endpoint (so not Anthropic's
+// `billing_error` and `timeout_error`), plus the statuses only the gateway answers with.
 const NATIVE_TYPES: Record<number, string> = {
   ...ANTHROPIC_ERROR_TYPES,
+  402: 'invalid_request_error',
   405: 'invalid_request_error',
   409: 'invalid_request_error',
   415: 'invalid_request_error',
   503: 'overloaded_error',
+  504: 'api_error',
 };
 
 /** The native error type for a status (POST /v1/messages, its error events included). */

@@ -1,4 +1,8 @@
-/** Anthropic's error types by HTTP status (the provider-native error envelope). */
+/**
+ * Anthropic's error types by HTTP status (the provider-native error envelope): read to know the
+ * status of an error event mid-stream. (What the gateway itself answers on /v1/messages keeps to
+ * the spec's list of types: api/middleware/error-handler.ts.)
+ */
 export const ANTHROPIC_ERROR_TYPES: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',

@@ -192,7 +192,7 @@ describe('native protocol details', () => {
     try {
       const response = await post({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
       expect(response.status).toBe(402);
-      expect(await json(response)).toMatchObject({ type: 'error', error: { type: 'billing_error', message: expect.stringMatching(/credit/) } });
+      expect(await json(response)).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/credit/) } });
       expect(env.sim.requests.length).toBe(before);
     } finally {
       await setBalanceNano(env.api.deps.db, env.tenant.projectId, 1_000_000_000_000n, [env.api.deps]);
