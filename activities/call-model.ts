@@ -155,7 +155,8 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
       const conversation = buildConversation(context);
       if (recorded) return classify(context.agent.tools ?? [], recorded.toolCalls, recorded.stop, recorded.usage, recorded.contextTokens, conversation.loadedTools);
       assertRunMayStep(context.session, input.runId);
-      if (creditsExhaustedForRun(context.balanceNano, input.unbilledCreditsNano ?? 0)) {
+      // The balance less what this run and the project's other runs in flight have not been billed for yet.
+      if (creditsExhaustedForRun(context.balanceNano - context.othersUnbilledNano, input.unbilledCreditsNano ?? 0)) {
         throw ApplicationFailure.create({ type: 'rate_limit_error', message: 'the project credit balance is exhausted', nonRetryable: true });
       }
 

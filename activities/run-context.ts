@@ -37,6 +37,8 @@ export interface RunContext {
   runCitations: Citation[][];
   /** The project's credit balance as this read found it (nothing the run has not been billed for yet is in it). */
   balanceNano: bigint;
+  /** What the project's other runs in flight have used and not yet been billed for. */
+  othersUnbilledNano: bigint;
 }
 
 export async function loadRunContext(db: Queryable, sessionId: string, runId: string | null = null): Promise<RunContext> {
@@ -48,8 +50,9 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
       compaction: { seq: number; through: number | null; kept: number[] | null; summary: string | null; loaded: string[] | null } | null;
       run_citations: Citation[][];
       balance_nano: string | null;
+      others_unbilled_nano: string | null;
     }>({
-      name: 'run_context_v3',
+      name: 'run_context_v4',
       text: `SELECT json_build_object('id', s.id, 'project_id', s.project_id, 'reasoning_effort', s.reasoning_effort, 'client_id', s.client_id, 'active_run_id', s.active_run_id, 'deleted_at', s.deleted_at) AS session,
               json_build_object('id', a.id, 'model', a.model, 'system_prompt', a.system_prompt, 'temperature', a.temperature, 'max_tokens', a.max_tokens,
                                 'reasoning_effort', a.reasoning_effort, 'tools', a.tools, 'settings', a.settings) AS agent,
@@ -58,7 +61,17 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
                 ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) AS compaction,
               (SELECT COALESCE(json_agg(e.attributes->'_citations' ORDER BY e.created_at, e.seq), '[]'::json)
                  FROM session_events e WHERE e.session_id = s.id AND e.run_id = $2 AND e.attributes ? '_citations') AS run_citations,
-              (SELECT c.balance_nano::text FROM project_credits c WHERE c.project_id = s.project_id) AS balance_nano
+              (SELECT c.balance_nano::text FROM project_credits c WHERE c.project_id = s.project_id) AS balance_nano,
+              -- The turns and compactions of the other runs in flight since each one's latest
+              -- closing event (a run's cycle is billed when it closes).
+              (SELECT COALESCE(sum(CASE WHEN e.type = 'session.compaction' THEN (e.attributes->'_usage'->>'credits_nano')::bigint
+                                        ELSE (e.content->0->>'credits_nano')::bigint END), 0)::text
+                 FROM sessions o JOIN session_events e ON e.session_id = o.id AND e.run_id = o.active_run_id
+                WHERE o.project_id = s.project_id AND o.active_run_id IS NOT NULL AND o.id <> s.id
+                  AND e.type IN ('session.turn_usage', 'session.compaction')
+                  AND e.seq > COALESCE((SELECT max(c.seq) FROM session_events c
+                                         WHERE c.session_id = o.id AND c.run_id = o.active_run_id
+                                           AND c.type IN ('session.status_idle', 'session.error')), 0)) AS others_unbilled_nano
          FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1`,
       values: [sessionId, runId],
     })
@@ -66,6 +79,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
   if (!row) throw new Error(`session ${sessionId} not found`);
   const { session, agent, compaction, run_citations: runCitations } = row;
   const balanceNano = BigInt(row.balance_nano ?? 0);
+  const othersUnbilledNano = BigInt(row.others_unbilled_nano ?? 0);
   const throughSeq = compaction ? Number(compaction.through ?? compaction.seq) : 0;
   // A compaction also keeps the messages it names below its cut (see compact.ts).
   const keptBelow = Array.isArray(compaction?.kept) ? compaction.kept.map(Number) : [];
@@ -78,7 +92,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
   ).rows;
   const summary = compaction ? (typeof compaction.summary === 'string' ? compaction.summary : '') : undefined;
   const summaryLoadedTools = Array.isArray(compaction?.loaded) ? compaction.loaded : undefined;
-  return { session, agent, events, summary, ...(summaryLoadedTools ? { summaryLoadedTools } : {}), runCitations, balanceNano };
+  return { session, agent, events, summary, ...(summaryLoadedTools ? { summaryLoadedTools } : {}), runCitations, balanceNano, othersUnbilledNano };
 }
 
 /**

@@ -35,8 +35,10 @@ export const CLIENT_SAFE_MESSAGES: Record<RunErrorCode, string> = {
 /**
  * Credits during a run. The api refuses run-starting requests on an exhausted balance; a run
  * already going checks before each model call, counting what its current cycle has used and
- * not yet been billed for (a cycle is billed when it closes), so a small balance cannot pay
- * for a long tool loop. Concurrent runs overshoot only by what is in flight. The spec's run
+ * not yet been billed for (a cycle is billed when it closes), and the caller subtracts what the
+ * project's other runs in flight have not been billed for: so a small balance cannot pay for
+ * a long tool loop, nor for many at once. Concurrent runs overshoot only by the model calls in
+ * flight at once. The spec's run
  * error codes have no credits code: the run ends `rate_limit_error` (a quota), with this message.
  */
 export const creditsExhaustedForRun = (balanceNano: bigint, unbilledCreditsNano: number): boolean => balanceNano - BigInt(unbilledCreditsNano) <= 0n;

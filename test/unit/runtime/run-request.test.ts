@@ -7,7 +7,7 @@ const context = (model: string, efforts: { session: string | null; agent: string
   agent: { id: 'agent_1', model, system_prompt: null, temperature: null, max_tokens: null, reasoning_effort: efforts.agent, tools: null, settings: null },
   events: [],
   runCitations: [],
-  balanceNano: 1n,
+  balanceNano: 1n, othersUnbilledNano: 0n,
 });
 const effortOf = (model: string, efforts: { session: string | null; agent: string | null }) => runRequest(context(model, efforts), findModel(model)!).reasoning_effort;
 

@@ -2,14 +2,16 @@ import { createActivities } from '../../../activities';
 import { startApi, type TestApi } from '../../support/harness';
 import { startTestSimulator, type Simulator } from '../../support/simulator';
 import { createTenant, type Tenant } from '../../support/factories';
-import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent } from '../../support/runtime';
+import { createAgentAndSession, listEvents, sendEvents, startTestWorker, text, waitForEvent } from '../../support/runtime';
+import { setBalanceNano } from '../../support/credits';
 
 /**
- * A message sent while a run is in its tool loop lands in the log between that run's tool call
- * and the call's result. When the run answering that message compacts, the summary must take
- * the whole earlier run (call and result): a kept result whose call was summarized is a history
- * every provider refuses. This worker's server tools start 1.5 s late, so the message is sent
- * while the call is known to be unanswered.
+ * Runs whose server tools start 1.5 s late: what happens while a run is known to be inside its
+ * tool loop. A message sent then lands in the log between that run's tool call and the call's
+ * result: when the run answering that message compacts, the summary must take the whole earlier
+ * run (call and result), as a kept result whose call was summarized is a history every provider
+ * refuses. And the run's turns so far are used but not yet billed: another run of the project
+ * must count them.
  */
 let simulator: Simulator;
 let api: TestApi;
@@ -104,4 +106,19 @@ test('system.message instructions outlive a compaction: kept, not summarized', a
   const messages = (turn.body as { messages: OpenAIMessage[] }).messages;
   expect(messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('Always answer in French.') });
   expect(JSON.stringify(messages)).toContain('Summary of the earlier conversation');
+});
+
+test("a run counts the project's other runs' turns not yet billed: concurrent runs cannot each spend the whole balance", async () => {
+  const poor = await createTenant(api.deps.db, { credits: 1n });
+  await setBalanceNano(api.deps.db, poor.projectId, 1n); // (the runtime reads the balance itself)
+  const first = await createAgentAndSession(api.deps, poor.projectId, { tools: [{ type: 'echo', name: 'say' }] });
+  await sendEvents(api.deps, first, [{ type: 'user.message', content: text('[[tool:say {"message":"ping"}]]') }]);
+  // Its first turn is done (and costs more than the balance) but is billed only when the run closes.
+  await waitForEvent(api.deps, first.sessionId, 'session.turn_usage');
+  const second = await createAgentAndSession(api.deps, poor.projectId);
+  await sendEvents(api.deps, second, [{ type: 'user.message', content: text('hello') }]);
+  const { event } = await waitForEvent(api.deps, second.sessionId, 'closing');
+  expect(event).toMatchObject({ type: 'session.error', error_code: 'rate_limit_error' });
+  expect((await listEvents(api.deps, second.sessionId)).some((e) => e.type === 'session.turn_usage')).toBe(false);
+  await waitForEvent(api.deps, first.sessionId, 'closing');
 });
