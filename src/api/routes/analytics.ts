@@ -27,9 +27,10 @@ export function analyticsRouter(deps: Deps): Router<AppState, AppContext> {
 
 /** A repeated parameter is an error, not a silent first-or-last pick. */
 function queryObject(querystring: string): Record<string, string> {
-  const out: Record<string, string> = {};
+  // No prototype: `toString` or `__proto__` are parameter names like any other (unknown ones).
+  const out: Record<string, string> = Object.create(null);
   for (const [key, value] of new URLSearchParams(querystring)) {
-    if (key in out) throw badRequest(`${key}: given more than once`, key);
+    if (Object.hasOwn(out, key)) throw badRequest(`${key}: given more than once`, key);
     out[key] = value;
   }
   return out;

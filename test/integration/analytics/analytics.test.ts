@@ -245,6 +245,8 @@ describe('GET /v1/analytics: parameters', () => {
     ['unknown actor_type', { start_time: T0, actor_type: 'robot' }, 'actor_type'],
     ['unknown application', { start_time: T0, application: 'svc-other' }, 'application'],
     ['unknown parameter', { start_time: T0, end_time: T0 + 1, bucket: '1d' }, 'bucket'],
+    // (Names objects inherit are parameters like any other: unknown, not "given more than once".)
+    ['an inherited name as a parameter', { start_time: T0, end_time: T0 + 1, toString: '1' }, 'Unrecognized key'],
   ])('%s: 400 naming the parameter', async (_label, params, field) => {
     const response = await query({ project_id: tenant.projectId, ...params });
     expect(response.status).toBe(400);
