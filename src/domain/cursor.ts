@@ -32,9 +32,10 @@ export function decodeCursor(text: string, list: string): Cursor | undefined {
 /**
  * Exactly the text CURSOR_AT writes (UTC, microseconds) and a real calendar time: the value
  * goes to Postgres as a timestamptz, which refuses much that Date.parse accepts ('0',
- * Feb 30), so anything else is a tampered cursor (400), not a failed query (500).
+ * Feb 30, the year 0000, which JavaScript has and Postgres does not), so anything else is a
+ * tampered cursor (400), not a failed query (500).
  */
-const CURSOR_TIME = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})\d{3}Z$/;
+const CURSOR_TIME = /^((?!0000)\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3})\d{3}Z$/;
 function isCursorTime(at: string): boolean {
   const millis = CURSOR_TIME.exec(at)?.[1];
   if (!millis) return false;
