@@ -159,8 +159,9 @@ export function agentFieldsFromCreate(input: AgentCreate): AgentFields {
     project_id: input.project_id,
     name: input.name,
     model: input.model,
-    description: input.description ?? null,
-    system_prompt: input.system_prompt ?? null,
+    // (An empty string is "unset" here as in a PATCH, so the two never disagree.)
+    description: emptyToNull(input.description, emptyString),
+    system_prompt: emptyToNull(input.system_prompt, emptyString),
     temperature: input.temperature ?? null,
     max_tokens: input.max_tokens ?? null,
     reasoning_effort: emptyToNull(input.reasoning_effort, emptyString),

@@ -67,6 +67,15 @@ describe('POST /v1/agents: every field round-trips', () => {
     expect(reply.body).toMatchObject({ scopes: [], settings: {}, tools: [], mcp_servers: [], skills: [], metadata: {} });
   });
 
+  test('an empty description or system_prompt is unset, as in a PATCH (which then changes nothing)', async () => {
+    const reply = await create({ description: '', system_prompt: '' });
+    expect(reply.status).toBe(201);
+    expect(reply.body).not.toHaveProperty('description');
+    expect(reply.body).not.toHaveProperty('system_prompt');
+    const patched = await client.patch(`/v1/agents/${reply.body.id}`, { description: '', system_prompt: '' });
+    expect(patched.body.version).toBe(reply.body.version);
+  });
+
   test('unknown fields and missing required fields are 400 naming the field', async () => {
     await expect400({ colour: 'blue' }, /colour/);
     const missing = await client.post('/v1/agents', { project_id: tenant.projectId, model: TOOLS_MODEL });
