@@ -59,13 +59,18 @@ export function toAnthropicRequest(request: UnifiedRequest, stream: boolean): Re
   return body;
 }
 
-/** The conversation ends with tool results for an assistant turn that holds no thinking block. */
+/**
+ * The conversation ends inside a tool loop (tool results last) whose assistant turn did not start
+ * with a thinking block. The loop's turn is every assistant message since the last user message
+ * that is more than tool results: without interleaved thinking, Claude thinks only in the first.
+ */
 function toolLoopWithoutThinking(messages: Array<{ role: string; content: Array<Record<string, unknown>> }>): boolean {
   const last = messages.at(-1);
-  const assistant = messages.at(-2);
-  if (!last || !assistant || last.role !== 'user' || assistant.role !== 'assistant') return false;
-  if (!last.content.some((block) => block.type === 'tool_result')) return false;
-  return !assistant.content.some((block) => block.type === 'thinking' || block.type === 'redacted_thinking');
+  if (!last || last.role !== 'user' || !last.content.some((block) => block.type === 'tool_result')) return false;
+  let start = messages.length - 1;
+  while (start > 0 && !(messages[start]!.role === 'user' && messages[start]!.content.some((block) => block.type !== 'tool_result'))) start--;
+  const first = messages.slice(start).find((message) => message.role === 'assistant');
+  return !first?.content.some((block) => block.type === 'thinking' || block.type === 'redacted_thinking');
 }
 
 function thinkingFor(request: UnifiedRequest): { type: 'enabled'; budget_tokens: number } | { type: 'disabled' } | undefined {

@@ -46,6 +46,17 @@ describe('thinking in a tool loop', () => {
     // Explicit thinking is forwarded as asked.
     expect(toAnthropicRequest(request({ thinking: { type: 'enabled', budget_tokens: 2048 }, messages: loop([call]) }), false).thinking).toEqual({ type: 'enabled', budget_tokens: 2048 });
   });
+
+  test("a longer loop keeps thinking on when the loop's first assistant message thought (Claude thinks only there)", () => {
+    const second = { ...call, id: 'toolu_2' };
+    const longer = (first: UnifiedRequest['messages'][number]['content']): UnifiedRequest['messages'] => [
+      ...loop(first),
+      { role: 'assistant', content: [second] },
+      { role: 'user', content: [{ type: 'tool-result', tool_use_id: 'toolu_2', content: 'found again' }] },
+    ];
+    expect(toAnthropicRequest(request({ reasoning_effort: 'low', messages: longer([{ type: 'reasoning', text: 'hmm', signature: 'sig' }, call]) }), false).thinking).toMatchObject({ type: 'enabled' });
+    expect(toAnthropicRequest(request({ reasoning_effort: 'low', messages: longer([call]) }), false)).not.toHaveProperty('thinking');
+  });
 });
 
 describe('thinking from a reasoning effort, fitted to the rest of the request', () => {
