@@ -260,6 +260,34 @@ test('made-up credentials, a fresh one per request, are limited by the client ad
   }
 });
 
+test('made-up credentials sent all at once get no more lookups than the address bucket allows', async () => {
+  const own: TestApi = await startApi({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '30' }, { extraRouters: [probeRouter(() => own)] });
+  try {
+    // Every lookup waits (the key table locked) until all 60 requests are either refused or waiting.
+    const locker = await own.deps.db.connect();
+    const statuses: number[] = [];
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE');
+      const requests = Array.from({ length: 60 }, () =>
+        post('/v1/_probe/chat', bearer(`svc_${randomBytes(32).toString('base64url')}`), own).then((r) => void statuses.push(r.status)),
+      );
+      const waiting = async () =>
+        Number((await api.deps.db.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%api_keys%'`)).rows[0].n) +
+        own.deps.db.waitingCount;
+      for (let i = 0; i < 250 && statuses.length + (await waiting()) < 60; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      await locker.query('COMMIT');
+      await Promise.all(requests);
+    } finally {
+      locker.release();
+    }
+    expect(statuses.filter((status) => status === 401).length).toBeLessThanOrEqual(31);
+    expect(statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(29);
+  } finally {
+    await own.close();
+  }
+});
+
 describe('logs', () => {
   test('no secret appears in any log line', async () => {
     await post('/v1/_probe/chat', bearer(tenant.key));

@@ -28,10 +28,10 @@ export class TokenBuckets {
     return this.waitFor(bucket.tokens);
   }
 
-  /** The seconds to wait before `key` has a token again (0: it has one), taking none. */
-  peek(key: string): number {
-    const { tokens } = this.refilled(key);
-    return tokens >= 1 ? 0 : this.waitFor(tokens);
+  /** Gives back a token taken ahead of an outcome that turned out not to cost one. */
+  refund(key: string): void {
+    const bucket = this.buckets.get(key);
+    if (bucket) bucket.tokens = Math.min(this.burst, bucket.tokens + 1);
   }
 
   private refilled(key: string): { tokens: number; updated: number } {
@@ -76,23 +76,34 @@ export function rateLimit(deps: Deps): Middleware {
     const credential = (authorization ? (bearerFrom(authorization) ?? authorization) : '') || ctx.get('x-api-key').trim();
     const key = credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`;
     // A fresh made-up credential per request would get a fresh bucket (and cost a database
-    // lookup each): refused credentials also drain a bucket of the client address, and an
-    // address that has drained it is refused before any lookup until it refills, except for
-    // credentials accepted recently (so one client's bad keys do not lock out others behind
-    // the same address).
+    // lookup each): a credential not accepted lately also takes a token from a bucket of the
+    // client address before it is looked up, given back unless it is refused (401). So refused
+    // credentials, however many at once, get no more lookups than that bucket allows, and
+    // credentials accepted lately pass regardless (one client's bad keys do not lock out the
+    // others behind the same address).
     const refusedKey = `refused:${ctx.ip}`;
-    const blocked = accepted.has(key) ? 0 : shared.peek(refusedKey);
-    const wait = blocked || shared.take(key);
-    if (wait > 0) throw rateLimited(wait);
+    const unproven = credential !== '' && !accepted.has(key);
+    if (unproven) {
+      const wait = shared.take(refusedKey);
+      if (wait > 0) throw rateLimited(wait);
+    }
+    const wait = shared.take(key);
+    if (wait > 0) {
+      if (unproven) shared.refund(refusedKey);
+      throw rateLimited(wait);
+    }
+    let refused = false;
     try {
       await next();
-      if (credential) remember(key);
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401) {
-        accepted.delete(key); // (a key revoked since)
-        shared.take(refusedKey);
-      } else if (credential) remember(key);
+      refused = error instanceof ApiError && error.status === 401;
       throw error;
+    } finally {
+      if (refused) accepted.delete(key); // (a key revoked since)
+      else {
+        if (unproven) shared.refund(refusedKey);
+        if (credential) remember(key);
+      }
     }
   };
 }
