@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BASE64_PAYLOAD_RULE, Base64Text, codePoints, hasBase64Payload, parseDataUrl } from './fields';
+import { BASE64_PAYLOAD_RULE, Base64Text, codePoints, hasBase64Payload, optionalOrNull, parseDataUrl } from './fields';
 
 /**
  * Content helpers: taxonomy suggestion, image generation, image alt-text, speech and
@@ -168,7 +168,7 @@ export function applyTaxonomyRules(answer: TaxonomyAnswer, request: TaxonomyRequ
   const approved = byLowerCase(request.approved_tags ?? []);
   const categories = new Map<string, { name: string; confidence: number }>();
   for (const item of answer.categories) {
-    const name = allowed.get(item.name.trim().toLowerCase());
+    const name = allowed.get(matchKey(item.name));
     if (!name) continue;
     const seen = categories.get(name);
     if (!seen || seen.confidence < item.confidence) categories.set(name, { name, confidence: item.confidence });
@@ -177,7 +177,7 @@ export function applyTaxonomyRules(answer: TaxonomyAnswer, request: TaxonomyRequ
   for (const item of answer.tags) {
     const text = item.tag.trim().replace(/\s+/g, ' ');
     if (!text || codePoints(text) > TAXONOMY_LIMITS.tagChars) continue;
-    const key = text.toLowerCase();
+    const key = matchKey(text);
     const existing = approved.get(key);
     if (!existing && item.confidence < request.new_tag_confidence_threshold) continue;
     const seen = tags.get(key);
@@ -193,11 +193,14 @@ function unique(values: string[]): string[] {
   return [...byLowerCase(values).values()];
 }
 
+/** How names and tags are compared: case-insensitively, with any run of whitespace as one space. */
+const matchKey = (value: string): string => value.trim().replace(/\s+/g, ' ').toLowerCase();
+
 /** First spelling wins. */
 function byLowerCase(values: string[]): Map<string, string> {
   const map = new Map<string, string>();
   for (const value of values) {
-    const key = value.trim().toLowerCase();
+    const key = matchKey(value);
     if (!map.has(key)) map.set(key, value.trim());
   }
   return map;
@@ -295,19 +298,22 @@ export function estimateAudioSeconds(audio: Buffer, mimeType: string): number {
 
 export const IMAGE_PROMPT_MAX_CHARS = { 'gpt-image-1': 32_000, 'dall-e-3': 4_000 } as const;
 
+// Optional fields take JSON null as omitted, as OpenAI's API does (its SDK types them `T | null`).
 export const ImageGenerationRequest = z.strictObject({
-  model: ModelId.optional(),
+  model: optionalOrNull(ModelId),
   prompt: z.string().trim().min(1, 'must not be empty').max(IMAGE_PROMPT_MAX_CHARS['gpt-image-1']),
-  n: z.int().min(1).max(10).optional(),
-  size: z.enum(['auto', '1024x1024', '1536x1024', '1024x1536', '1792x1024', '1024x1792']).optional(),
-  quality: z.enum(['auto', 'low', 'medium', 'high', 'standard', 'hd']).optional(),
-  response_format: z.enum(['url', 'b64_json']).optional(),
-  style: z.enum(['vivid', 'natural']).optional(),
-  background: z.enum(['auto', 'transparent', 'opaque']).optional(),
-  output_format: z.enum(['png', 'jpeg', 'webp']).optional(),
-  output_compression: z.int().min(0).max(100).optional(),
-  moderation: z.enum(['auto', 'low']).optional(),
-  user: z.string().max(256).optional(),
+  n: optionalOrNull(z.int().min(1).max(10)),
+  size: optionalOrNull(z.enum(['auto', '1024x1024', '1536x1024', '1024x1536', '1792x1024', '1024x1792'])),
+  quality: optionalOrNull(z.enum(['auto', 'low', 'medium', 'high', 'standard', 'hd'])),
+  response_format: optionalOrNull(z.enum(['url', 'b64_json'])),
+  style: optionalOrNull(z.enum(['vivid', 'natural'])),
+  background: optionalOrNull(z.enum(['auto', 'transparent', 'opaque'])),
+  output_format: optionalOrNull(z.enum(['png', 'jpeg', 'webp'])),
+  output_compression: optionalOrNull(z.int().min(0).max(100)),
+  moderation: optionalOrNull(z.enum(['auto', 'low'])),
+  user: optionalOrNull(z.string().max(256)),
+  // No streamed images: `stream: false` (what the SDK may send) is the only value taken.
+  stream: optionalOrNull(z.literal(false, { error: 'streamed image generation is not supported; omit stream or send false' })),
 });
 export type ImageGenerationRequest = z.infer<typeof ImageGenerationRequest>;
 
@@ -396,9 +402,10 @@ export const AltTextRequest = z
   .strictObject({
     model: ModelId.optional(),
     /** An http(s) URL the provider fetches, or a `data:image/...;base64,` URL. */
+    // (No length cap here: the body limit bounds it, and a data: URL's decoded size over the
+    // image limit is 413, as for image_base64.)
     image_url: z
       .string()
-      .max(base64Length(MAX_ALT_TEXT_IMAGE_BYTES) + 64)
       .refine((value) => /^https?:\/\/[^\s]+$/i.test(value) || isImageDataUrl(value), 'must be an http(s) URL or a data:image/(png|jpeg|gif|webp);base64 URL')
       .refine(hasBase64Payload, BASE64_PAYLOAD_RULE)
       .optional(),

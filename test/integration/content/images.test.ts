@@ -91,6 +91,9 @@ describe('the official openai client', () => {
     const client = new OpenAI({ apiKey: env.tenant.key, baseURL: `${env.api.url}/v1`, maxRetries: 0 });
     const image = await client.images.generate({ model: 'openai/gpt-image-1', prompt: 'a blue square', quality: 'low' });
     expect(isPng(image.data![0]!.b64_json!)).toBe(true);
+    // Fields the SDK types `T | null` may come as null; `stream: false` is taken too.
+    const nulls = await client.images.generate({ model: 'openai/dall-e-3', prompt: 'a red square', n: null, quality: null, size: null, style: null, response_format: null, stream: false });
+    expect(nulls.data![0]!.url).toMatch(/\.png$/);
     const speech = await client.audio.speech.create({ model: 'openai/tts-1', voice: 'echo', input: 'hello', response_format: 'wav' });
     expect(Buffer.from(await speech.arrayBuffer()).toString('ascii', 0, 4)).toBe('RIFF');
   });
@@ -113,6 +116,15 @@ describe('POST /v1/images/alt-text', () => {
     const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
     expect(row).toMatchObject({ model: 'openai/gpt-4o-mini', operation: 'alt_text' });
     expect(Number(row.credits_nano)).toBe(Number(row.input_tokens) * 15_000 + Number(row.output_tokens) * 60_000);
+  });
+
+  test('an image over 20 MiB decoded is 413, as image_base64 or as a data: URL, however far over', async () => {
+    const over = Buffer.alloc(20 * 1024 * 1024 + 100).toString('base64');
+    for (const body of [{ image_base64: over, mime_type: 'image/png' }, { image_url: `data:image/png;base64,${over}` }]) {
+      const response = await post(body);
+      expect(response.status).toBe(413);
+      expect((await json(response)).error.type).toBe('request_too_large');
+    }
   });
 
   test('an https URL goes upstream as is; a data URL is accepted; max_length cuts at a word', async () => {

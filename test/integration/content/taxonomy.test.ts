@@ -77,6 +77,20 @@ describe('rules on the model answer', () => {
     ]);
   });
 
+  test('an approved tag spelled with other whitespace still matches (as the answer is compared, runs of whitespace are one space)', async () => {
+    const response = await post({
+      ...base,
+      approved_tags: ['Solar  Power', 'Wind\tFarm'],
+      new_tag_confidence_threshold: 0.5,
+      content: answer({ categories: [], tags: [{ tag: 'Solar  Power', confidence: 0.2 }, { tag: 'wind farm', confidence: 0.3 }] }),
+    });
+    expect(response.status).toBe(200);
+    expect((await json(response)).tags).toEqual([
+      { tag: 'Wind\tFarm', confidence: 0.3, source: 'existing' },
+      { tag: 'Solar  Power', confidence: 0.2, source: 'existing' },
+    ]);
+  });
+
   test('tags: approved ones are existing (any confidence), new ones below the threshold dropped, at the threshold kept', async () => {
     const response = await post({
       ...base,

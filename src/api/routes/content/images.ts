@@ -26,7 +26,7 @@ export function mountImages(router: Router<AppState, AppContext>, services: Cont
       const violation = checkImageRequest(body, model.name, model.id);
       if (violation) throw badRequest(`${violation.param}: ${violation.message}`, violation.param);
       await services.gateway.admitTexts(ctx, [body.prompt]);
-      const { model: _model, ...upstream } = body;
+      const { model: _model, stream: _stream, ...upstream } = body; // (never streamed: not sent)
       let result: OpenAIImagesResponse;
       try {
         result = await services.images.generate(model, upstream, { signal: gateway.clientSignal(ctx) });
