@@ -1,6 +1,28 @@
+import { setFlagsFromString } from 'node:v8';
 import Ajv, { type AnySchema, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types';
 import { z } from 'zod';
 import Ajv2020 from 'ajv/dist/2020';
+
+// A schema's `pattern`s are a tenant's input, matched (in the shared worker) against what a model
+// wrote: with V8's backtracking engine, `^(a|a)*$` takes exponential time and would stall every
+// tenant's runs. They are compiled for V8's linear-time engine (the `l` flag) instead; a pattern
+// it cannot run (backreferences, lookaround) is refused when the schema is checked.
+setFlagsFromString('--enable-experimental-regexp-engine');
+const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    // (The linear engine has no unicode mode; the escapes only that mode reads would silently
+    // mean something else without it.)
+    if (/\\[pPu]\{/.test(pattern)) throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))}: \\p{...}, \\P{...} and \\u{...} escapes are not supported`);
+    try {
+      return new RegExp(pattern, 'l');
+    } catch (error) {
+      const reason = /linear time/.test((error as Error).message) ? 'it cannot be matched in linear time (backreferences and lookaround are not supported)' : (error as Error).message;
+      throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))}: ${reason}`);
+    }
+  },
+  { code: 'new RegExp' },
+);
 
 /**
  * Checks that a tool's `input_schema` is a usable JSON Schema: a JSON object that its
@@ -13,11 +35,20 @@ import Ajv2020 from 'ajv/dist/2020';
  * gateway routes run it on every request. Compiling is not (hundreds of ms for a very large
  * schema, and it blocks the process meanwhile): only schemas up to COMPILE_MAX_CHARS are compiled.
  */
-const draft07 = new Ajv({ strict: false, allErrors: false, validateFormats: false });
-const draft2020 = new Ajv2020({ strict: false, allErrors: false, validateFormats: false });
-// Ajv refuses draft-04's `id` outright; read as draft-07, it is an unknown keyword, ignored as
-// providers ignore it.
-for (const ajv of [draft07, draft2020]) ajv.removeKeyword('id');
+function instances(): { draft07: Ajv; draft2020: Ajv } {
+  const options = { strict: false, allErrors: false, validateFormats: false, unicodeRegExp: false, code: { regExp: linearRegExp } };
+  const pair = { draft07: new Ajv(options), draft2020: new Ajv2020(options) };
+  // Ajv refuses draft-04's `id` outright; read as draft-07, it is an unknown keyword, ignored as
+  // providers ignore it.
+  for (const ajv of Object.values(pair)) ajv.removeKeyword('id');
+  return pair;
+}
+let current = instances();
+// Every compile leaves its code in the instance's scope, which removeSchema does not clear: the
+// instances are replaced after this many compiles (a new pair costs 25-70 ms), so tenants'
+// schemas cannot grow the process without bound.
+const COMPILES_PER_INSTANCE = 500;
+let compiles = 0;
 const COMPILE_MAX_CHARS = 64 * 1024;
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -44,7 +75,7 @@ export function jsonSchemaError(schema: unknown, options: { compile: boolean }):
 function asRead(schema: Record<string, unknown>): { ajv: Ajv; checked: AnySchema } {
   const is2020 = typeof schema.$schema === 'string' && schema.$schema.includes('2020-12');
   const { $schema: _declared, ...undeclared } = schema;
-  return { ajv: is2020 ? draft2020 : draft07, checked: (is2020 || schema.$schema === undefined ? schema : undeclared) as AnySchema };
+  return { ajv: is2020 ? current.draft2020 : current.draft07, checked: (is2020 || schema.$schema === undefined ? schema : undeclared) as AnySchema };
 }
 
 /**
@@ -56,6 +87,12 @@ function compileOnce(ajv: Ajv, schema: AnySchema): ValidateFunction {
   // Nested `$id`s register too, and removeSchema(schema) drops only the root's: every id the
   // compile added is removed by name. (A fresh instance per compile would cost 25-70 ms.)
   const known = new Set(Object.keys(ajv.refs));
+  if (++compiles >= COMPILES_PER_INSTANCE) {
+    // This compile still uses `ajv`; the next ones get a fresh pair, and this one goes with the
+    // last validator compiled by it.
+    current = instances();
+    compiles = 0;
+  }
   try {
     const validate = ajv.compile(schema);
     // An async schema's validator answers with a promise, which `if (validate(x))` would

@@ -147,3 +147,15 @@ test("signed thinking goes back only to the model that signed it, and only withi
   const thoughtOnly = [log[0]!, event('agent.message', 2, [{ type: 'thought', text: 'hmm' }], signed), log[2]!];
   expect(buildConversation({ agent: agent('anthropic/claude-sonnet-4-5'), events: thoughtOnly }).messages.map((m) => m.role)).toEqual(['user']);
 });
+
+test("a schema's patterns run in linear time: a catastrophic one is harmless, one the linear engine cannot run is refused", () => {
+  const schema = { type: 'object', properties: { s: { type: 'string', pattern: '^(a|a)*$' } } };
+  expect(jsonSchemaError(schema, { compile: true })).toBeUndefined();
+  // With backtracking, 30 a's and a mismatch take seconds and every extra one doubles it.
+  expect(validateToolInput(schema, { s: `${'a'.repeat(100_000)}!` })).toMatchObject({ field: 's' });
+  expect(validateToolInput(schema, { s: 'aaa' })).toBeUndefined();
+  expect(jsonSchemaError({ type: 'object', properties: { s: { type: 'string', pattern: '(a)\\1' } } }, { compile: true })).toMatch(/linear time/);
+  expect(jsonSchemaError({ type: 'object', properties: { s: { type: 'string', pattern: '(?=a)a' } } }, { compile: true })).toMatch(/linear time/);
+  expect(jsonSchemaError({ type: 'object', properties: { s: { type: 'string', pattern: '\\p{L}+' } } }, { compile: true })).toMatch(/not supported/);
+  expect(validateToolInput({ type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{2}-\\d+$' } } }, { code: 'AB-12' })).toBeUndefined();
+});
