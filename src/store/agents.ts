@@ -63,9 +63,14 @@ export async function lockAgentShared(client: Queryable, id: string): Promise<Ag
   return rows[0];
 }
 
-/** The agent, locked for update until the transaction ends (PATCH, DELETE). */
+/**
+ * The agent, locked for update until the transaction ends (PATCH, DELETE). `NO KEY UPDATE`: the
+ * foreign-key checks of a session row written meanwhile (an event appended under the session's
+ * lock) take only a key-share lock on the agent, which this does not block; a plain `FOR UPDATE`
+ * did, and with the PATCH then waiting for that session's row (moving it), the two deadlocked.
+ */
 export async function lockAgent(client: Queryable, id: string): Promise<AgentRow | undefined> {
-  const { rows } = await client.query<AgentRow>(`SELECT ${COLUMNS} FROM agents WHERE id = $1 AND deleted_at IS NULL FOR UPDATE`, [id]);
+  const { rows } = await client.query<AgentRow>(`SELECT ${COLUMNS} FROM agents WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE`, [id]);
   return rows[0];
 }
 

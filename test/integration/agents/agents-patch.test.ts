@@ -225,6 +225,33 @@ describe('PATCH knowledge_base collections', () => {
     expect((await patch(agent.id, { tools: [kb('docs', collection)] })).status).toBe(400);
   });
 
+  test("moving an agent while one of its sessions is being written (its row updated twice, as an event append does) completes both, no deadlock", async () => {
+    const token = await createServiceToken(api.deps.db, tenant.accountId);
+    const site = apiClient(api, token);
+    const sibling = await createSiblingProject(api.deps.db, tenant.accountId);
+    const agent = await createAgent(client, tenant.projectId);
+    const session = await createSession(client, agent.id);
+    const writer = await api.deps.db.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query('UPDATE sessions SET updated_at = now() WHERE id = $1', [session.id]);
+      const moved = site.patch(`/v1/agents/${agent.id}`, { project_id: sibling });
+      // The move holds the agent and waits for the session's row...
+      for (let i = 0; i < 100; i++) {
+        const { rows } = await api.deps.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE sessions SET project_id%'`);
+        if (rows.length > 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // ...while the writer's second update of that row checks its agent key (a key-share lock).
+      await writer.query('UPDATE sessions SET updated_at = now() WHERE id = $1', [session.id]);
+      await writer.query('COMMIT');
+      expect((await moved).status).toBe(200);
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      writer.release();
+    }
+  });
+
   test('project reassignment re-checks the kept tools against the new project, and new tools too', async () => {
     const token = await createServiceToken(api.deps.db, tenant.accountId);
     const site = apiClient(api, token);
