@@ -92,9 +92,12 @@ export function rateLimit(deps: Deps): Middleware {
       if (unproven) shared.refund(refusedKey);
       throw rateLimited(wait);
     }
+    // Refused: a 401 with its challenge, thrown (authenticate) or answered (the OAuth routes
+    // render their own). (A provider's 401 relayed as such is about the gateway's provider key.)
     let refused = false;
     try {
       await next();
+      refused = ctx.status === 401 && ctx.response.get('WWW-Authenticate') !== '';
     } catch (error) {
       refused = error instanceof ApiError && error.status === 401;
       throw error;

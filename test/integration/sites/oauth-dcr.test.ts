@@ -235,3 +235,22 @@ describe('token endpoint errors (RFC 6749 §5.2)', () => {
     expect((await json(response)).error).toBe('invalid_request');
   });
 });
+
+test('made-up bearer tokens at /oauth/register are refused credentials for the rate limiter too (no way around its address bucket)', async () => {
+  const own = await startApi({ RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '30' });
+  try {
+    const statuses: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const response = await fetch(`${own.url}/oauth/register`, {
+        method: 'POST',
+        headers: { authorization: `Bearer svc_${uniqueId('x').padEnd(43, 'x').slice(0, 43)}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      statuses.push(response.status);
+    }
+    expect(statuses.slice(0, 30).every((status) => status === 401)).toBe(true);
+    expect(statuses.slice(31)).toEqual(Array(9).fill(429));
+  } finally {
+    await own.close();
+  }
+});
