@@ -41,6 +41,21 @@ export interface RunContext {
   othersUnbilledNano: bigint;
 }
 
+/**
+ * SQL for what the project's other runs in flight (all but the given session's) have used and
+ * not yet been billed for: their turns and compactions since each one's latest closing event
+ * (a run's cycle is billed when it closes). Indexed by migration 058.
+ */
+export const othersUnbilledSql = (projectId: string, sessionId: string): string => `
+  (SELECT COALESCE(sum(CASE WHEN e.type = 'session.compaction' THEN (e.attributes->'_usage'->>'credits_nano')::bigint
+                            ELSE (e.content->0->>'credits_nano')::bigint END), 0)
+     FROM sessions o JOIN session_events e ON e.session_id = o.id AND e.run_id = o.active_run_id
+    WHERE o.project_id = ${projectId} AND o.active_run_id IS NOT NULL AND o.id <> ${sessionId}
+      AND e.type IN ('session.turn_usage', 'session.compaction')
+      AND e.seq > COALESCE((SELECT max(c.seq) FROM session_events c
+                             WHERE c.session_id = o.id AND c.run_id = o.active_run_id
+                               AND c.type IN ('session.status_idle', 'session.error')), 0))`;
+
 export async function loadRunContext(db: Queryable, sessionId: string, runId: string | null = null): Promise<RunContext> {
   // Session, agent, the latest compaction and the run's citations in one read; the events after the compaction in a second.
   const row = (
@@ -62,16 +77,7 @@ export async function loadRunContext(db: Queryable, sessionId: string, runId: st
               (SELECT COALESCE(json_agg(e.attributes->'_citations' ORDER BY e.created_at, e.seq), '[]'::json)
                  FROM session_events e WHERE e.session_id = s.id AND e.run_id = $2 AND e.attributes ? '_citations') AS run_citations,
               (SELECT c.balance_nano::text FROM project_credits c WHERE c.project_id = s.project_id) AS balance_nano,
-              -- The turns and compactions of the other runs in flight since each one's latest
-              -- closing event (a run's cycle is billed when it closes).
-              (SELECT COALESCE(sum(CASE WHEN e.type = 'session.compaction' THEN (e.attributes->'_usage'->>'credits_nano')::bigint
-                                        ELSE (e.content->0->>'credits_nano')::bigint END), 0)::text
-                 FROM sessions o JOIN session_events e ON e.session_id = o.id AND e.run_id = o.active_run_id
-                WHERE o.project_id = s.project_id AND o.active_run_id IS NOT NULL AND o.id <> s.id
-                  AND e.type IN ('session.turn_usage', 'session.compaction')
-                  AND e.seq > COALESCE((SELECT max(c.seq) FROM session_events c
-                                         WHERE c.session_id = o.id AND c.run_id = o.active_run_id
-                                           AND c.type IN ('session.status_idle', 'session.error')), 0)) AS others_unbilled_nano
+              ${othersUnbilledSql('s.project_id', 's.id')}::text AS others_unbilled_nano
          FROM sessions s JOIN agents a ON a.id = s.agent_id WHERE s.id = $1`,
       values: [sessionId, runId],
     })

@@ -14,7 +14,8 @@ import { clearBrokenAttempts } from '../src/store/attempt-usage';
 import { CANCELLED_BECAUSE, cancelledResults, union } from '../src/domain/events';
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
-import { debitCredits, getBalanceNano } from '../src/billing/credits';
+import { debitCredits } from '../src/billing/credits';
+import { othersUnbilledSql } from './run-context';
 import { createHash } from 'node:crypto';
 
 /**
@@ -361,7 +362,7 @@ export function createRunCycleActivities(deps: Deps) {
     if (input.errorCode) {
       closing = {
         type: 'session.error',
-        content: [{ type: 'error', message: await errorMessage(client, session.project_id, input.errorCode, usage), code: input.errorCode }],
+        content: [{ type: 'error', message: await errorMessage(client, session, input.errorCode, usage), code: input.errorCode }],
         usage,
         error_code: input.errorCode,
         run_id: input.runId,
@@ -453,10 +454,18 @@ export function createRunCycleActivities(deps: Deps) {
     return rowCount === 1;
   }
 
-  /** The closing message: a run the credit check stopped says so, not that the provider limited it. */
-  async function errorMessage(client: PoolClient, projectId: string, code: RunErrorCode, usage: RunUsage): Promise<string> {
-    if (code === 'rate_limit_error' && creditsExhaustedForRun(await getBalanceNano(client, projectId), usage.credits_nano)) return CREDITS_EXHAUSTED_MESSAGE;
-    return CLIENT_SAFE_MESSAGES[code];
+  /**
+   * The closing message: a run the credit check stopped says so, not that the provider limited
+   * it (the check's own reckoning: the balance less the project's other runs' unbilled usage).
+   */
+  async function errorMessage(client: PoolClient, session: { id: string; project_id: string }, code: RunErrorCode, usage: RunUsage): Promise<string> {
+    if (code !== 'rate_limit_error') return CLIENT_SAFE_MESSAGES[code];
+    const { rows } = await client.query<{ available: string | null }>({
+      name: 'credits_available_v1',
+      text: `SELECT (SELECT balance_nano FROM project_credits WHERE project_id = $1) - ${othersUnbilledSql('$1::text', '$2::text')} AS available`,
+      values: [session.project_id, session.id],
+    });
+    return creditsExhaustedForRun(BigInt(rows[0]?.available ?? 0), usage.credits_nano) ? CREDITS_EXHAUSTED_MESSAGE : CLIENT_SAFE_MESSAGES[code];
   }
 
   return {

@@ -4,6 +4,7 @@ import { startTestSimulator, type Simulator } from '../../support/simulator';
 import { createTenant, type Tenant } from '../../support/factories';
 import { createAgentAndSession, listEvents, sendEvents, startTestWorker, text, waitForEvent } from '../../support/runtime';
 import { setBalanceNano } from '../../support/credits';
+import { CREDITS_EXHAUSTED_MESSAGE } from '../../../src/domain/run';
 
 /**
  * Runs whose server tools start 1.5 s late: what happens while a run is known to be inside its
@@ -118,7 +119,8 @@ test("a run counts the project's other runs' turns not yet billed: concurrent ru
   const second = await createAgentAndSession(api.deps, poor.projectId);
   await sendEvents(api.deps, second, [{ type: 'user.message', content: text('hello') }]);
   const { event } = await waitForEvent(api.deps, second.sessionId, 'closing');
-  expect(event).toMatchObject({ type: 'session.error', error_code: 'rate_limit_error' });
+  // Said as the credit check reckoned it, not as a provider's rate limit.
+  expect(event).toMatchObject({ type: 'session.error', error_code: 'rate_limit_error', content: [{ message: CREDITS_EXHAUSTED_MESSAGE }] });
   expect((await listEvents(api.deps, second.sessionId)).some((e) => e.type === 'session.turn_usage')).toBe(false);
   await waitForEvent(api.deps, first.sessionId, 'closing');
 });
