@@ -8,8 +8,9 @@
  * - strings (keys too) must be well-formed UTF-16. A `\ud800` escape with no partner parses
  *   to a lone surrogate, which jsonb refuses and a text column silently stores as U+FFFD, so
  *   the value would neither be stored nor round-trip;
- * - at most MAX_JSON_CONTAINERS arrays and objects in all, counted on the text before parsing:
- *   building millions of tiny containers (30 MB of nested `[]`) takes `JSON.parse` seconds,
+ * - at most MAX_JSON_CONTAINERS arrays and objects in all, and MAX_JSON_MEMBERS object members,
+ *   counted on the text before parsing: building millions of tiny containers (30 MB of nested
+ *   `[]`), or objects of millions of keys, takes `JSON.parse` (and every copy after it) seconds,
  *   during which the process answers nobody, where the same bytes of strings take milliseconds;
  * - no key is `__proto__`. JSON.parse keeps it as a plain key, but copying the object (as
  *   schema parsing does) sets a prototype instead, so the entry would silently vanish: a
@@ -17,6 +18,7 @@
  */
 export const MAX_JSON_DEPTH = 128;
 export const MAX_JSON_CONTAINERS = 100_000;
+export const MAX_JSON_MEMBERS = 100_000;
 
 export class JsonTextError extends Error {
   readonly kind: 'encoding' | 'syntax' | 'depth' | 'surrogate' | 'key' | 'size';
@@ -59,10 +61,10 @@ export function decodeUtf8(bytes: Uint8Array): string {
  * item of that top-level array that breaks a rule becomes a RefusedJsonItem instead.
  */
 export function parseJsonText(text: string, options: { itemsOf?: string } = {}): unknown {
-  // A text this short cannot hold more containers than the limit: no scan on the hot path.
-  if (text.length > 2 * MAX_JSON_CONTAINERS && containersExceed(text, MAX_JSON_CONTAINERS)) {
-    throw new JsonTextError('size', `request body holds more than ${MAX_JSON_CONTAINERS} arrays and objects`);
-  }
+  // A text this short cannot hold more containers or members than the limits: no scan on the hot path.
+  const excess = text.length > 2 * Math.min(MAX_JSON_CONTAINERS, MAX_JSON_MEMBERS) ? structureExceeding(text) : undefined;
+  if (excess === 'containers') throw new JsonTextError('size', `request body holds more than ${MAX_JSON_CONTAINERS} arrays and objects`);
+  if (excess === 'members') throw new JsonTextError('size', `request body holds more than ${MAX_JSON_MEMBERS} object members (keys)`);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -96,9 +98,13 @@ function itemsOf(value: unknown, field: string): unknown[] | undefined {
   return Array.isArray(items) ? items : undefined;
 }
 
-/** Counts `{` and `[` outside strings, stopping once past `limit` (about 3 ms per MB). */
-function containersExceed(text: string, limit: number): boolean {
-  let count = 0;
+/**
+ * Counts `{` and `[` (containers) and `:` (object members) outside strings, stopping once one
+ * count is past its limit (about 3 ms per MB).
+ */
+function structureExceeding(text: string): 'containers' | 'members' | undefined {
+  let containers = 0;
+  let members = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -106,9 +112,10 @@ function containersExceed(text: string, limit: number): boolean {
       if (c === 0x5c) i++; // backslash: the next character is escaped
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
-    else if ((c === 0x7b || c === 0x5b) && ++count > limit) return true;
+    else if ((c === 0x7b || c === 0x5b) && ++containers > MAX_JSON_CONTAINERS) return 'containers';
+    else if (c === 0x3a && ++members > MAX_JSON_MEMBERS) return 'members';
   }
-  return false;
+  return undefined;
 }
 
 // The path is one array, pushed and popped, so a large body costs no allocation per value.

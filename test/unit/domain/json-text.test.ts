@@ -1,4 +1,4 @@
-import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, nulField, parseJsonText } from '../../../src/json-text';
+import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, nulField, parseJsonText } from '../../../src/json-text';
 
 const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 const failure = (text: string): JsonTextError => {
@@ -47,6 +47,14 @@ describe('parseJsonText', () => {
     expect(failure(many(MAX_JSON_CONTAINERS)).kind).toBe('size');
     const bracketsInText = JSON.stringify({ code: '[{"a":"\\"}]'.repeat(50_000) });
     expect(parseJsonText(bracketsInText)).toHaveProperty('code');
+  });
+
+  test(`at most ${MAX_JSON_MEMBERS} object members, counted before parsing; colons inside strings do not count`, () => {
+    const keys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":0`).join(',')}}`;
+    expect(Object.keys(parseJsonText(keys(MAX_JSON_MEMBERS)) as object)).toHaveLength(MAX_JSON_MEMBERS);
+    const error = failure(keys(MAX_JSON_MEMBERS + 1));
+    expect([error.kind, error.message]).toEqual(['size', `request body holds more than ${MAX_JSON_MEMBERS} object members (keys)`]);
+    expect(parseJsonText(JSON.stringify({ text: 'a:b,'.repeat(100_000) }))).toHaveProperty('text');
   });
 
   test('a __proto__ key is refused wherever it is', () => {
