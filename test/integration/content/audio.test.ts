@@ -155,6 +155,12 @@ describe('POST /v1/audio/transcriptions', () => {
     const two = withFile('a.wav', 'audio/wav');
     two.append('file', new Blob([Buffer.alloc(1000, 2)], { type: 'audio/wav' }), 'b.wav');
     expect((await expectError(await upload(two), 400, 'invalid_request_error')).message).toBe('file: send one audio file part');
+    // A form of thousands of tiny parts is refused before it is parsed (32 parts at most).
+    const parts = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`f${i}`, 'x']));
+    expect((await expectError(await upload(withFile('a.wav', 'audio/wav', parts)), 400, 'invalid_request_error')).message).toBe('request body holds more than 32 multipart parts');
+    // And an error names a few unknown fields, not all of them.
+    const unknown = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, 'x']));
+    expect((await expectError(await upload(withFile('a.wav', 'audio/wav', unknown)), 400, 'invalid_request_error')).message).toMatch(/Unrecognized keys: "f0", .*"f9" and 10 more$/);
     const empty = new FormData();
     empty.set('file', new Blob([], { type: 'audio/wav' }), 'empty.wav');
     expect((await expectError(await upload(empty), 400, 'invalid_request_error')).message).toBe('file: the audio file is empty');

@@ -53,6 +53,17 @@ function fromJson(raw: unknown): Transcription {
   return { ...body, audio: Buffer.from(body.audio, 'base64') };
 }
 
+const MAX_UPLOAD_PARTS = 32;
+
+/** Whether `raw` holds more than `limit` occurrences of the boundary delimiter. */
+function partsExceed(raw: Buffer, delimiter: string, limit: number): boolean {
+  let count = 0;
+  for (let at = raw.indexOf(delimiter); at >= 0; at = raw.indexOf(delimiter, at + delimiter.length)) {
+    if (++count > limit + 1) return true; // (the closing delimiter is one more)
+  }
+  return false;
+}
+
 /**
  * OpenAI's own multipart upload (a `file` part and text fields), as the openai SDK's
  * `audio.transcriptions.create` sends it. The body is read up to the audio limit plus the
@@ -62,6 +73,10 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   const tooLarge = () => new ApiError(413, 'request_too_large', `request body exceeds the limit of ${TRANSCRIPTION_UPLOAD_LIMIT_BYTES} bytes`);
   refuseEncodedBody(ctx);
   const raw = await readBodyUpTo(ctx, TRANSCRIPTION_UPLOAD_LIMIT_BYTES, tooLarge);
+  // The upload has a handful of fields: hundreds of thousands of tiny parts would keep the
+  // form reader (and the process) busy for seconds. Counted on the bytes before parsing.
+  const boundary = /boundary="?([^";]+)"?/i.exec(ctx.get('content-type'))?.[1];
+  if (boundary && partsExceed(raw, `--${boundary}`, MAX_UPLOAD_PARTS)) throw badRequest(`request body holds more than ${MAX_UPLOAD_PARTS} multipart parts`);
   let form: FormData;
   try {
     form = await new Response(raw, { headers: { 'content-type': ctx.get('content-type') } }).formData();
