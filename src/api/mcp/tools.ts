@@ -32,10 +32,11 @@ export const toolError = (code: string, message: string): CallToolResult => ({
 export const TOOL_INPUTS = {
   ping: {},
   list_account_sites: { status: z.enum(SITE_STATUSES).optional().describe('Registration status to list; default active.') },
-  list_site_abilities: { site_id: z.string().describe('The site id from list_account_sites.') },
+  list_site_abilities: { site_id: z.string().max(128).describe('The site id from list_account_sites.') },
   run_site_ability: {
-    site_id: z.string().describe('The site id from list_account_sites.'),
-    ability: z.string().min(1).describe('The ability name from list_site_abilities.'),
+    site_id: z.string().max(128).describe('The site id from list_account_sites.'),
+    // (Ability names are short, `namespace/name`; the name is logged with each run.)
+    ability: z.string().min(1).max(256).describe('The ability name from list_site_abilities.'),
     input: z.record(z.string(), z.unknown()).optional().describe("The ability's input, per its input_schema."),
   },
 } as const;

@@ -405,6 +405,9 @@ describe('POST /v1/mcp: credentials', () => {
     // A tool's arguments its schema refuses: the tool error shape every tool error has.
     expect(byId.get(4)!.result).toMatchObject({ isError: true, structuredContent: { error: { code: 'invalid_input', message: expect.stringMatching(/^status: /) } } });
     expect(byId.get(5)!.result.structuredContent).toMatchObject({ message: 'pong' });
+    // An ability name has a length limit (it is logged with each run).
+    const long = await rawCall(tenant.key, { jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'run_site_ability', arguments: { site_id: 'site_x', ability: 'a'.repeat(257) } } });
+    expect((await json(long)).result).toMatchObject({ isError: true, structuredContent: { error: { code: 'invalid_input', message: expect.stringMatching(/^ability: /) } } });
 
     const twice = await rawCall(tenant.key, [ping(7), ping(7)]);
     expect([twice.status, (await json(twice)).error]).toEqual([400, { code: -32600, message: 'Invalid Request: the request id 7 appears twice in the batch' }]);
