@@ -85,6 +85,16 @@ async function minterActive(deps: Deps, mintedBy: string | undefined): Promise<b
   return false;
 }
 
+/**
+ * What a presented credential counts as for per-credential limits: the credential itself, or for
+ * a JWT its signed part (header and claims). The same token re-encoded (a signature whose unused
+ * base64url bits differ) is accepted as the same token, so it must not count as another one.
+ */
+export function credentialIdentity(credential: string): string {
+  const parts = credential.split('.');
+  return parts.length === 3 ? `jwt:${parts[0]}.${parts[1]}` : credential;
+}
+
 /** Resolves a presented credential to a principal, or throws 401 `invalid_token`. */
 export async function resolveCredential(deps: Deps, token: string): Promise<Principal> {
   if (token.startsWith(API_KEY_PREFIX)) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Deps } from '../../deps';
 import { ApiError, rateLimited } from '../errors';
-import { bearerFrom } from '../../auth/middleware';
+import { bearerFrom, credentialIdentity } from '../../auth/middleware';
 import type { Middleware } from '../types';
 
 /**
@@ -74,7 +74,7 @@ export function rateLimit(deps: Deps): Middleware {
     // in the header must not make a fresh bucket.
     const authorization = ctx.get('authorization');
     const credential = (authorization ? (bearerFrom(authorization) ?? authorization) : '') || ctx.get('x-api-key').trim();
-    const key = credential ? createHash('sha256').update(credential).digest('base64') : `ip:${ctx.ip}`;
+    const key = credential ? createHash('sha256').update(credentialIdentity(credential)).digest('base64') : `ip:${ctx.ip}`;
     // A fresh made-up credential per request would get a fresh bucket (and cost a database
     // lookup each): a credential not accepted lately also takes a token from a bucket of the
     // client address before it is looked up, given back unless it is refused (401). So refused

@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
 import type { Principal } from '../../auth/principal';
-import { authenticate, bearerFrom, resolveCredential } from '../../auth/middleware';
+import { authenticate, bearerFrom, credentialIdentity, resolveCredential } from '../../auth/middleware';
 import { hasAccess } from '../../auth/scopes';
 import { queryBoolean } from '../../domain/fields';
 import { eventsAfterSeq, findEventPosition, hiddenWithoutThinking, lastEventSeq } from '../../store/event-queries';
@@ -84,7 +84,7 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     const token = bearerFrom(ctx.get('authorization')) ?? '';
     // Streams hold a connection each for as long as the client likes: one credential may hold
     // only so many, so a single key cannot use up the process's connections.
-    const releaseSlot = streamSlots(deps).take(token);
+    const releaseSlot = streamSlots(deps).take(credentialIdentity(token));
     if (!releaseSlot) throw new ApiError(429, 'rate_limit_error', `at most ${deps.config.EVENT_STREAM_MAX_PER_CREDENTIAL} event streams may be open per credential; close one first`, { headers: { 'Retry-After': '1' } });
     const out = new PassThrough();
     // Every write checks `closed` first; should one still race the end, it must not become an

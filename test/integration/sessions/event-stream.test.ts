@@ -212,6 +212,24 @@ describe('GET /v1beta1/sessions/{id}/events/stream', () => {
     }
   });
 
+  test('a browser token re-encoded (its signature differing only in unused bits) is the same credential for the limit', async () => {
+    const { client, agent, tenant } = await tenantWithAgent(api);
+    const session = await createSession(client, agent.id);
+    const path = `/v1beta1/sessions/${session.id}/events/stream`;
+    const { token } = await signBrowserToken(api.deps.config, { accountId: tenant.accountId, projectId: tenant.projectId, agentId: agent.id }, 600);
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const variant = `${token.slice(0, -1)}${alphabet[alphabet.indexOf(token.at(-1)!) ^ 1]}`;
+    expect((await fetch(`${api.url}/v1/sessions/${session.id}/events`, { headers: bearer(variant) })).status).toBe(200); // accepted: the same token
+    const open: Array<Awaited<ReturnType<typeof openStream>>> = [];
+    for (let i = 0; i < 5; i++) open.push(await openStream(path, token));
+    try {
+      expect(open.map((s) => s.response.status)).toEqual([200, 200, 200, 200, 200]);
+      expect((await fetch(`${api.url}${path}`, { headers: bearer(variant) })).status).toBe(429);
+    } finally {
+      open.forEach((s) => s.close());
+    }
+  });
+
   test('clients that abort while their stream is being set up leave nothing behind and break nothing', async () => {
     const { client, agent, tenant } = await tenantWithAgent(api);
     const session = await createSession(client, agent.id);
