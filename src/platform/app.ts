@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { answerParserErrors } from '../net/parser-errors';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
@@ -51,6 +52,8 @@ export function createPlatformApp(
 export function createPlatformServer(deps: Pick<Deps, 'db' | 'logger'>, limits: { perSecond: number; burst: number } | null = null): Server {
   const server = createServer(createPlatformApp(deps, limits).callback());
   continueWhenBodyIsRead(server);
+  // In the platform API's own error shape (`{message, errors}`).
+  answerParserErrors(server, ({ message }) => ({ message, errors: [{ resource: 'request', type: 'invalid_value', message }] }));
   return server;
 }
 

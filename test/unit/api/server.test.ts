@@ -1,4 +1,4 @@
-import { clientErrorAnswer } from '../../../src/api/server';
+import { clientErrorAnswer } from '../../../src/net/parser-errors';
 
 describe('clientErrorAnswer', () => {
   test('each refusal of the HTTP parser gets the status Node would answer, in the gateway envelope types', () => {
