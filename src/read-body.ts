@@ -20,7 +20,20 @@ export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLar
  * the async iterator costs a promise and a wrapper per chunk on the hot path, and leaving it
  * early destroys the socket.
  */
-export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => Error): Promise<Buffer> {
+export interface ReadOptions {
+  /**
+   * Called with the bytes read so far after each chunk: an Error it returns refuses the body
+   * there (the connection closes after the answer, as for an oversize body).
+   */
+  onProgress?: (bytesSoFar: number) => Error | undefined;
+  /**
+   * A body arriving slower than this on average, once `graceMs` have passed, is refused with
+   * `tooSlow()`: a client dripping a large body must not hold what it holds for minutes.
+   */
+  minRate?: { bytesPerSecond: number; graceMs: number; tooSlow: () => Error };
+}
+
+export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => Error, options: ReadOptions = {}): Promise<Buffer> {
   refuseDeclaredOversize(exchange, limit, tooLarge);
   const { req, res } = exchange;
   // A client that sent `Expect: 100-continue` waits for this before sending the body; it is
@@ -30,7 +43,21 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    const started = Date.now();
+    const { onProgress, minRate } = options;
+    const refuse = (error: () => Error) => {
+      cleanup();
+      req.pause();
+      reject(closingAfterResponse(exchange, error));
+    };
+    const rateCheck = minRate
+      ? setInterval(() => {
+          const elapsed = Date.now() - started;
+          if (elapsed > minRate.graceMs && size < (minRate.bytesPerSecond * elapsed) / 1000) refuse(minRate.tooSlow);
+        }, 1000)
+      : undefined;
     const cleanup = () => {
+      clearInterval(rateCheck);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
@@ -38,12 +65,9 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        req.pause();
-        reject(closingAfterResponse(exchange, tooLarge));
-        return;
-      }
+      if (size > limit) return refuse(tooLarge);
+      const refused = onProgress?.(size);
+      if (refused) return refuse(() => refused);
       chunks.push(chunk);
     };
     const onEnd = () => {

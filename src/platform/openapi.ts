@@ -63,7 +63,7 @@ export const PLATFORM_OPENAPI = {
       delete: op('Delete an app and its environments', { '204': { description: 'Deleted' } }, { parameters: appParams }),
     },
     [`/fu${ENV}:upload`]: {
-      post: op('Upload a zip archive and queue a build of it', { '201': json(ref('UploadResult'), 'Created') }, {
+      post: op('Upload a zip archive and queue a build of it', { '201': json(ref('UploadResult'), 'Created'), '408': error('Request timeout: the archive arrived slower than 32 KiB a second') }, {
         parameters: envParams,
         requestBody: { required: true, content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
       }),

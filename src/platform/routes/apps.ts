@@ -38,11 +38,14 @@ function split(value: string, verbs: string[]): [string, string] {
 }
 
 /**
- * Uploads buffered at once per process: each holds its archive (≤ 100 MiB) in memory a few
- * times over (body, the query's copy), so more would risk the process's memory. Further ones
- * are 503 with Retry-After, their body left unread.
+ * Bytes of uploads a process holds at once: an upload holds its archive (≤ 100 MiB) in memory
+ * until it is stored. What counts is what has arrived (a client dripping its body holds almost
+ * nothing, and so blocks nobody); an upload whose declared size does not fit what is left is
+ * 503 with Retry-After before its body is read, and one that would pass the budget as it
+ * arrives is 503 there. A body arriving slower than UPLOAD_MIN_RATE is refused with 408.
  */
-export const PLATFORM_UPLOADS_IN_FLIGHT = 2;
+export const PLATFORM_UPLOAD_MEMORY_BYTES = 2 * PLATFORM_UPLOAD_LIMIT_BYTES;
+const UPLOAD_MIN_RATE = { bytesPerSecond: 32 * 1024, graceMs: 15_000 };
 
 export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformContext> {
   const router = new Router<PlatformState, PlatformContext>();
@@ -119,23 +122,33 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   });
 
   // POST /fu/v1/accounts/{account}/apps/{app}/environments/{environment}:upload (a zip archive)
-  let uploadsInFlight = 0;
+  let held = 0; // bytes the uploads in progress have received
+  const busy = () => new PlatformError(503, 'Service Unavailable', [{ resource: 'upload', message: 'too many uploads in progress; retry shortly' }], { 'Retry-After': '5', Connection: 'close' });
   router.post(`/fu${ENV}`, async (ctx) => {
     const [envId] = split(ctx.params.environment!, ['upload']);
     const env = await environment(ctx, envId);
-    if (uploadsInFlight >= PLATFORM_UPLOADS_IN_FLIGHT) {
-      // Connection: close, so Node does not read the unread body just to discard it.
-      throw new PlatformError(503, 'Service Unavailable', [{ resource: 'upload', message: 'too many uploads in progress; retry shortly' }], { 'Retry-After': '5', Connection: 'close' });
-    }
-    uploadsInFlight++;
+    // Connection: close, so Node does not read the unread body just to discard it.
+    const declared = Number(ctx.get('content-length')) || 0;
+    if (held + Math.min(declared, PLATFORM_UPLOAD_LIMIT_BYTES) > PLATFORM_UPLOAD_MEMORY_BYTES) throw busy();
+    let mine = 0;
     try {
-      const archive = await readRaw(ctx, PLATFORM_UPLOAD_LIMIT_BYTES);
+      const archive = await readRaw(ctx, PLATFORM_UPLOAD_LIMIT_BYTES, {
+        onProgress: (bytes) => {
+          held += bytes - mine;
+          mine = bytes;
+          return held > PLATFORM_UPLOAD_MEMORY_BYTES ? busy() : undefined;
+        },
+        minRate: {
+          ...UPLOAD_MIN_RATE,
+          tooSlow: () => new PlatformError(408, 'Request Timeout', [{ resource: 'upload', type: 'invalid_value', message: `the upload arrived slower than ${UPLOAD_MIN_RATE.bytesPerSecond} bytes a second` }]),
+        },
+      });
       if (!isZipArchive(archive)) throw invalidValue('upload', 'body', 'must be a zip archive');
       const sha256 = createHash('sha256').update(archive).digest('hex');
       ctx.body = await withTransaction(db, (client) => store.insertUploadAndBuild(client, env.id, archive, sha256));
       ctx.status = 201;
     } finally {
-      uploadsInFlight--;
+      held -= mine;
     }
   });
 
