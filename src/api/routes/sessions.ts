@@ -110,8 +110,10 @@ export function sessionsRouter(deps: Deps): Router<AppState, AppContext> {
     }
     const row = await withTransaction(deps.db, async (client) => {
       const current = await lockSessionRow(client, session.id);
-      // Deleted, or moved to another project with its agent, since the access check.
-      if (!current || current.project_id !== session.project_id) throw notFound('session');
+      // Deleted since the access check: gone. Moved to another project with its agent: the
+      // caller's access is checked again against that project (an account-wide credential keeps it).
+      if (!current) throw notFound('session');
+      if (current.project_id !== session.project_id) await requireResourceProject(client, ctx.state.principal!, current.project_id, 'session');
       const result = applySessionPatch(current, patch);
       if ('error' in result) throw badRequest(result.error.message, result.error.param);
       const updated = await updateSessionFields(client, current.id, result.fields);
