@@ -11,6 +11,32 @@ afterAll(() => api.close());
 
 const x = (n: number, ch = 'a') => ch.repeat(n);
 
+test('a session PATCH racing its move to another project answers a credential that reaches both projects (no 404)', async () => {
+  const { tenant, client, agent } = await tenantWithAgent(api);
+  const other = await createSiblingProject(api.deps.db, tenant.accountId);
+  const session = await createSession(client, agent.id);
+  const site = apiClient(api, await createServiceToken(api.deps.db, tenant.accountId));
+  const mover = await api.deps.db.connect();
+  try {
+    await mover.query('BEGIN');
+    await mover.query('UPDATE agents SET project_id = $2 WHERE id = $1', [agent.id, other]);
+    await mover.query('UPDATE sessions SET project_id = $2 WHERE id = $1', [session.id, other]);
+    const patched = site.patch(`/v1/sessions/${session.id}`, { title: 'renamed' });
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await api.deps.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sessions%FOR UPDATE%'`);
+      if (rows.length > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await mover.query('COMMIT');
+    const reply = await patched;
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ title: 'renamed' });
+  } finally {
+    await mover.query('ROLLBACK').catch(() => undefined);
+    mover.release();
+  }
+});
+
 describe('POST /v1/sessions', () => {
   test('a session created while its agent is being changed is checked against the agent as committed (no stale project or version)', async () => {
     const { tenant, client, agent } = await tenantWithAgent(api);
