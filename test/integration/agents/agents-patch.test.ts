@@ -1,6 +1,7 @@
 import { startApi, type TestApi } from '../../support/harness';
 import { createKey, createServiceToken, createSiblingProject, createTenant, type Tenant } from '../../support/factories';
 import { apiClient, createAgent, createCollection, createSession, NARROW_TEMPERATURE_MODEL, PLAIN_MODEL, TOOLS_MODEL, TUNABLE_MODEL, type ApiClient } from '../sessions/support';
+import { lockWaiters } from '../../support/lock-waiters';
 
 let api: TestApi;
 let tenant: Tenant;
@@ -237,11 +238,7 @@ describe('PATCH knowledge_base collections', () => {
       await writer.query('UPDATE sessions SET updated_at = now() WHERE id = $1', [session.id]);
       const moved = site.patch(`/v1/agents/${agent.id}`, { project_id: sibling });
       // The move holds the agent and waits for the session's row...
-      for (let i = 0; i < 100; i++) {
-        const { rows } = await api.deps.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE sessions SET project_id%'`);
-        if (rows.length > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await lockWaiters(api.deps.db, 'UPDATE sessions SET project_id%');
       // ...while the writer's second update of that row checks its agent key (a key-share lock).
       await writer.query('UPDATE sessions SET updated_at = now() WHERE id = $1', [session.id]);
       await writer.query('COMMIT');

@@ -12,6 +12,7 @@ import { hashPassword } from '../../../src/domain/platform';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../../../src/store/platform';
 import { testConfig, uniqueId } from '../../support/config';
 import { json, postStreamed } from '../../support/factories';
+import { lockWaiters } from '../../support/lock-waiters';
 
 let db: Pool;
 let server: Server;
@@ -291,11 +292,7 @@ describe('headless applications: an environment deleted while a request works on
       await locker.query('SELECT 1 FROM platform_environments WHERE id = $1 FOR UPDATE', [env.id]);
       const pending = request(`${envs}/${env.id}`);
       // Wait until the request's UPDATE is queued behind our lock.
-      for (let i = 0; i < 200; i++) {
-        const { rows } = await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE platform_environments%'`);
-        if (rows.length > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
+      await lockWaiters(db, 'UPDATE platform_environments%');
       await locker.query('DELETE FROM platform_environments WHERE id = $1', [env.id]);
       await locker.query('COMMIT');
       return await pending;
@@ -364,15 +361,6 @@ async function newEnvironment(): Promise<{ envPath: string; envId: string }> {
   return { envPath: `${apps}/${app.id}/environments/${env.id}`, envId: env.id };
 }
 
-/** Waits until `count` backends wait for a lock in a statement matching `like`. */
-async function lockWaiters(like: string, count: number): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    const { rows } = await db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [like]);
-    if (rows[0].n >= count) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`never saw ${count} lock waiters on ${like}`);
-}
 
 describe('domain mappings: concurrent writes', () => {
   const primaries = async (envId: string) =>
@@ -392,7 +380,7 @@ describe('domain mappings: concurrent writes', () => {
       await locker.query('BEGIN');
       await locker.query(`SELECT 1 FROM platform_domain_mappings WHERE environment_id = $1 AND domain = 'a.example.com' FOR UPDATE`, [envId]);
       calls = ['b.example.com', 'c.example.com'].map((domain) => call('POST', `${mappings}/${domain}:markPrimary`));
-      await lockWaiters('%platform_%', 2);
+      await lockWaiters(db, '%platform_%', 2);
       await locker.query('COMMIT');
     } finally {
       locker.release();
@@ -424,7 +412,7 @@ describe('domain mappings: concurrent writes', () => {
       await locker.query('BEGIN');
       await locker.query(`SELECT 1 FROM platform_domain_mappings WHERE environment_id = $1 AND domain = 'gone.example.com' FOR UPDATE`, [envId]);
       pending = call('POST', `${mappings}/gone.example.com:markPrimary`);
-      await lockWaiters('UPDATE platform_domain_mappings SET is_primary = true%', 1);
+      await lockWaiters(db, 'UPDATE platform_domain_mappings SET is_primary = true%', 1);
       await locker.query(`DELETE FROM platform_domain_mappings WHERE environment_id = $1 AND domain = 'gone.example.com'`, [envId]);
       await locker.query('COMMIT');
     } finally {

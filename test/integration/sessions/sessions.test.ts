@@ -2,6 +2,7 @@ import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
 import { createKey, createServiceToken, createSiblingProject, createTenant } from '../../support/factories';
 import { apiClient, createAgent, createSession, PLAIN_MODEL, tenantWithAgent } from './support';
+import { lockWaiters } from '../../support/lock-waiters';
 
 let api: TestApi;
 beforeAll(async () => {
@@ -22,11 +23,7 @@ test('a session PATCH racing its move to another project answers a credential th
     await mover.query('UPDATE agents SET project_id = $2 WHERE id = $1', [agent.id, other]);
     await mover.query('UPDATE sessions SET project_id = $2 WHERE id = $1', [session.id, other]);
     const patched = site.patch(`/v1/sessions/${session.id}`, { title: 'renamed' });
-    for (let i = 0; i < 100; i++) {
-      const { rows } = await api.deps.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sessions%FOR UPDATE%'`);
-      if (rows.length > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await lockWaiters(api.deps.db, '%FROM sessions%FOR UPDATE%');
     await mover.query('COMMIT');
     const reply = await patched;
     expect(reply.status).toBe(200);
@@ -48,11 +45,7 @@ describe('POST /v1/sessions', () => {
       await mover.query('SELECT 1 FROM agents WHERE id = $1 FOR UPDATE', [agent.id]);
       const created = client.post('/v1/sessions', { agent: { id: agent.id, version: agent.version } });
       // The create waits on the agent's row...
-      for (let i = 0; i < 100; i++) {
-        const { rows } = await api.deps.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM agents%FOR SHARE%'`);
-        if (rows.length > 0) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await lockWaiters(api.deps.db, '%FROM agents%FOR SHARE%');
       // ...while the change moves the agent to another project and bumps its version.
       await mover.query('UPDATE agents SET project_id = $2, version = version + 1 WHERE id = $1', [agent.id, other]);
       await mover.query('COMMIT');
