@@ -307,6 +307,10 @@ describe('validation', () => {
 
   test('an unknown model is 404; a missing key 401 with WWW-Authenticate', async () => {
     expect((await post({ ...base, model: 'openai/gpt-99' })).status).toBe(404);
+    // A bare name is a malformed value (400), naming the model it would be.
+    const bare = await post({ ...base, model: 'gpt-4.1' });
+    expect(bare.status).toBe(400);
+    expect((await json(bare)).error).toMatchObject({ type: 'invalid_request_error', message: 'model: must be <provider>/<model-name> (did you mean openai/gpt-4.1?); see GET /v1/models' });
     // A known model of the other catalog is the caller's mistake of kind, not an unknown one.
     for (const model of ['openai/gpt-image-1', 'openai/tts-1', 'openai/whisper-1']) {
       const media = await post({ ...base, model });
