@@ -1,28 +1,6 @@
-import { setFlagsFromString } from 'node:v8';
 import Ajv, { type AnySchema, type ValidateFunction } from 'ajv';
-import type { RegExpEngine } from 'ajv/dist/types';
 import { z } from 'zod';
 import Ajv2020 from 'ajv/dist/2020';
-
-// A schema's `pattern`s are a tenant's input, matched (in the shared worker) against what a model
-// wrote: with V8's backtracking engine, `^(a|a)*$` takes exponential time and would stall every
-// tenant's runs. They are compiled for V8's linear-time engine (the `l` flag) instead; a pattern
-// it cannot run (backreferences, lookaround) is refused when the schema is checked.
-setFlagsFromString('--enable-experimental-regexp-engine');
-const linearRegExp: RegExpEngine = Object.assign(
-  (pattern: string) => {
-    // (The linear engine has no unicode mode; the escapes only that mode reads would silently
-    // mean something else without it.)
-    if (/\\[pPu]\{/.test(pattern)) throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))}: \\p{...}, \\P{...} and \\u{...} escapes are not supported`);
-    try {
-      return new RegExp(pattern, 'l');
-    } catch (error) {
-      const reason = /linear time/.test((error as Error).message) ? 'it cannot be matched in linear time (backreferences and lookaround are not supported)' : (error as Error).message;
-      throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))}: ${reason}`);
-    }
-  },
-  { code: 'new RegExp' },
-);
 
 /**
  * Checks that a tool's `input_schema` is a usable JSON Schema: a JSON object that its
@@ -36,7 +14,7 @@ const linearRegExp: RegExpEngine = Object.assign(
  * schema, and it blocks the process meanwhile): only schemas up to COMPILE_MAX_CHARS are compiled.
  */
 function instances(): { draft07: Ajv; draft2020: Ajv } {
-  const options = { strict: false, allErrors: false, validateFormats: false, unicodeRegExp: false, code: { regExp: linearRegExp } };
+  const options = { strict: false, allErrors: false, validateFormats: false };
   const pair = { draft07: new Ajv(options), draft2020: new Ajv2020(options) };
   // Ajv refuses draft-04's `id` outright; read as draft-07, it is an unknown keyword, ignored as
   // providers ignore it.

@@ -10,6 +10,7 @@
  */
 import type { ValidateFunction } from 'ajv';
 import { compileToolInputSchema } from './json-schema';
+import { createContext, Script } from 'node:vm';
 
 export interface RunToolEntry {
   type?: string;
@@ -135,6 +136,25 @@ export function toolInputValidator(schema: Record<string, unknown>): ValidateFun
 }
 
 /**
+ * A tool's schema is a tenant's, and its `pattern`s run against what a model wrote, in the worker
+ * every tenant's runs share: a pattern that backtracks catastrophically (`^(a|a)*$` on thirty
+ * a's and a mismatch) would hold it for minutes. Validation runs under a vm timeout, whose
+ * watchdog interrupts even a regular expression mid-match.
+ */
+const VALIDATION_TIMEOUT_MS = 1000;
+const watched = createContext({ validate: (_input: unknown) => true, input: undefined as unknown });
+const validation = new Script('validate(input)');
+function withinTime(validate: ValidateFunction, input: unknown): boolean {
+  watched.validate = validate;
+  watched.input = input;
+  try {
+    return validation.runInContext(watched, { timeout: VALIDATION_TIMEOUT_MS }) === true;
+  } finally {
+    watched.input = undefined;
+  }
+}
+
+/**
  * Checks a tool input against the tool's input schema. Returns the first problem, with
  * the offending field as a dotted path (`address.city`, `items[2]`), or undefined. Never
  * throws: a schema that cannot be compiled is reported as the problem (the run's start
@@ -147,7 +167,14 @@ export function validateToolInput(schema: Record<string, unknown>, input: unknow
   } catch (error) {
     return { message: `the tool's input schema cannot be used: ${(error as Error).message}` };
   }
-  if (validate(input)) return undefined;
+  let valid: boolean;
+  try {
+    valid = withinTime(validate, input);
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw error;
+    return { message: `the input could not be checked against the tool's input schema within ${VALIDATION_TIMEOUT_MS} ms (a pattern of the schema takes too long on it)` };
+  }
+  if (valid) return undefined;
   const error = validate.errors![0]!;
   const segments = error.instancePath.split('/').slice(1).map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
   const missing = error.keyword === 'required' ? String((error.params as { missingProperty: string }).missingProperty) : undefined;
