@@ -158,6 +158,12 @@ describe('POST /v1/audio/transcriptions', () => {
     // A form of thousands of tiny parts is refused before it is parsed (32 parts at most).
     const parts = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`f${i}`, 'x']));
     expect((await expectError(await upload(withFile('a.wav', 'audio/wav', parts)), 400, 'invalid_request_error')).message).toBe('request body holds more than 32 multipart parts');
+    // However the Content-Type spells its boundary parameter.
+    const raw = `${Array.from({ length: 5000 }, (_, i) => `--XyZ\r\nContent-Disposition: form-data; name="f${i}"\r\n\r\nx\r\n`).join('')}--XyZ--\r\n`;
+    for (const type of ['multipart/form-data; xboundary=foo; boundary=XyZ', 'multipart/form-data; boundary=XyZ ; a=b', 'multipart/form-data; BOUNDARY="XyZ"']) {
+      const response = await fetch(`${env.api.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': type }, body: raw });
+      expect((await expectError(response, 400, 'invalid_request_error')).message).toBe('request body holds more than 32 multipart parts');
+    }
     // And an error names a few unknown fields, not all of them.
     const unknown = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, 'x']));
     expect((await expectError(await upload(withFile('a.wav', 'audio/wav', unknown)), 400, 'invalid_request_error')).message).toMatch(/Unrecognized keys: "f0", .*"f9" and 10 more$/);

@@ -55,6 +55,17 @@ function fromJson(raw: unknown): Transcription {
 
 const MAX_UPLOAD_PARTS = 32;
 
+/** The `boundary` parameter of a Content-Type, read as MIME reads parameters (name exact, value trimmed, unquoted). */
+function boundaryOf(contentType: string): string | undefined {
+  for (const param of contentType.split(';').slice(1)) {
+    const eq = param.indexOf('=');
+    if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== 'boundary') continue;
+    const value = param.slice(eq + 1).trim();
+    return (value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value) || undefined;
+  }
+  return undefined;
+}
+
 /** Whether `raw` holds more than `limit` occurrences of the boundary delimiter. */
 function partsExceed(raw: Buffer, delimiter: string, limit: number): boolean {
   let count = 0;
@@ -75,8 +86,9 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   const raw = await readBodyUpTo(ctx, TRANSCRIPTION_UPLOAD_LIMIT_BYTES, tooLarge);
   // The upload has a handful of fields: hundreds of thousands of tiny parts would keep the
   // form reader (and the process) busy for seconds. Counted on the bytes before parsing.
-  const boundary = /boundary="?([^";]+)"?/i.exec(ctx.get('content-type'))?.[1];
-  if (boundary && partsExceed(raw, `--${boundary}`, MAX_UPLOAD_PARTS)) throw badRequest(`request body holds more than ${MAX_UPLOAD_PARTS} multipart parts`);
+  const boundary = boundaryOf(ctx.get('content-type'));
+  if (!boundary) throw badRequest('Content-Type: a multipart/form-data upload needs its boundary parameter');
+  if (partsExceed(raw, `--${boundary}`, MAX_UPLOAD_PARTS)) throw badRequest(`request body holds more than ${MAX_UPLOAD_PARTS} multipart parts`);
   let form: FormData;
   try {
     form = await new Response(raw, { headers: { 'content-type': ctx.get('content-type') } }).formData();
