@@ -27,10 +27,11 @@ export interface ReadOptions {
    */
   onProgress?: (bytesSoFar: number) => Error | undefined;
   /**
-   * A body arriving slower than this on average, once `graceMs` have passed, is refused with
-   * `tooSlow()`: a client dripping a large body must not hold what it holds for minutes.
+   * A body of which a window of `windowMs` (each in turn, from the start) brings less than this
+   * rate is refused with `tooSlow()`: a client dripping its body, from the start or after a
+   * fast beginning, must not hold what it holds for minutes.
    */
-  minRate?: { bytesPerSecond: number; graceMs: number; tooSlow: () => Error };
+  minRate?: { bytesPerSecond: number; windowMs: number; tooSlow: () => Error };
 }
 
 export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => Error, options: ReadOptions = {}): Promise<Buffer> {
@@ -43,18 +44,18 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const started = Date.now();
     const { onProgress, minRate } = options;
     const refuse = (error: () => Error) => {
       cleanup();
       req.pause();
       reject(closingAfterResponse(exchange, error));
     };
+    let windowStart = 0; // the size when the current window began
     const rateCheck = minRate
       ? setInterval(() => {
-          const elapsed = Date.now() - started;
-          if (elapsed > minRate.graceMs && size < (minRate.bytesPerSecond * elapsed) / 1000) refuse(minRate.tooSlow);
-        }, 1000)
+          if (size - windowStart < (minRate.bytesPerSecond * minRate.windowMs) / 1000) refuse(minRate.tooSlow);
+          windowStart = size;
+        }, minRate.windowMs)
       : undefined;
     const cleanup = () => {
       clearInterval(rateCheck);

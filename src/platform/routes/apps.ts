@@ -42,10 +42,10 @@ function split(value: string, verbs: string[]): [string, string] {
  * until it is stored. What counts is what has arrived (a client dripping its body holds almost
  * nothing, and so blocks nobody); an upload whose declared size does not fit what is left is
  * 503 with Retry-After before its body is read, and one that would pass the budget as it
- * arrives is 503 there. A body arriving slower than UPLOAD_MIN_RATE is refused with 408.
+ * arrives is 503 there. A body of which any 15 seconds bring less than UPLOAD_MIN_RATE is refused with 408.
  */
 export const PLATFORM_UPLOAD_MEMORY_BYTES = 2 * PLATFORM_UPLOAD_LIMIT_BYTES;
-const UPLOAD_MIN_RATE = { bytesPerSecond: 32 * 1024, graceMs: 15_000 };
+const UPLOAD_MIN_RATE = { bytesPerSecond: 32 * 1024, windowMs: 15_000 };
 
 export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformContext> {
   const router = new Router<PlatformState, PlatformContext>();

@@ -17,15 +17,16 @@ async function serving(options: ReadOptions): Promise<{ server: Server; port: nu
   return { server, port: (server.address() as AddressInfo).port };
 }
 
-/** Sends `chunks` bytes of a declared body, one every `everyMs`; resolves with the answer's status. */
-function drip(port: number, declared: number, chunks: number, everyMs: number): Promise<number> {
+/** Sends `first` bytes at once, then one byte every `everyMs` up to `chunks`; resolves with the answer's status. */
+function drip(port: number, declared: number, chunks: number, everyMs: number, first = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request({ port, host: '127.0.0.1', method: 'POST', headers: { 'content-length': String(declared) } }, (res) => {
       res.resume();
       resolve(res.statusCode!);
     });
     req.on('error', () => undefined); // the server may close while we still write
-    let sent = 0;
+    if (first > 0) req.write('x'.repeat(first));
+    let sent = first;
     const timer = setInterval(() => {
       if (sent++ >= chunks) return clearInterval(timer);
       req.write('x');
@@ -35,10 +36,12 @@ function drip(port: number, declared: number, chunks: number, everyMs: number): 
   });
 }
 
-test('a body arriving slower than the minimum rate is refused once the grace has passed', async () => {
-  const { server, port } = await serving({ minRate: { bytesPerSecond: 1000, graceMs: 200, tooSlow: () => Object.assign(new Error('slow'), { status: 408 }) } });
+test('a body of which a window brings less than the minimum rate is refused, from the start or after a fast beginning', async () => {
+  const { server, port } = await serving({ minRate: { bytesPerSecond: 1000, windowMs: 200, tooSlow: () => Object.assign(new Error('slow'), { status: 408 }) } });
   try {
     expect(await drip(port, 1000, 1000, 100)).toBe(408);
+    expect(await drip(port, 2000, 2000, 100, 1000)).toBe(408);
+    expect(await drip(port, 100, 100, 1)).toBe(200);
   } finally {
     server.closeAllConnections();
     server.close();
