@@ -4,7 +4,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
 import { continueWhenBodyIsRead } from '../read-body';
-import { PlatformError } from './errors';
+import { PLATFORM_DOCS_URL, PlatformError } from './errors';
 import { basicAuth, platformBasics, platformRateLimit } from './middleware';
 import { PLATFORM_OPENAPI } from './openapi';
 import { platformAppsRouter } from './routes/apps';
@@ -53,7 +53,7 @@ export function createPlatformServer(deps: Pick<Deps, 'db' | 'logger'>, limits: 
   const server = createServer(createPlatformApp(deps, limits).callback());
   continueWhenBodyIsRead(server);
   // In the platform API's own error shape (`{message, errors}`).
-  answerParserErrors(server, ({ message }) => ({ message, errors: [{ resource: 'request', type: 'invalid_value', message }] }));
+  answerParserErrors(server, ({ message }) => ({ message, documentation_url: PLATFORM_DOCS_URL, errors: [{ resource: 'request', type: 'invalid_value', message }] }));
   return server;
 }
 

@@ -595,5 +595,5 @@ describe('the OpenAPI document', () => {
 test("headers past Node's 16 KB limit: the platform's error shape, not a bare status line", async () => {
   const response = await fetch(`${url}/v1/accounts/${accountId}/apps`, { headers: { ...auth, 'x-padding': 'a'.repeat(17_000) } });
   expect(response.status).toBe(431);
-  expect(await response.json()).toEqual({ message: expect.stringMatching(/headers are too large/), errors: [{ resource: 'request', type: 'invalid_value', message: expect.any(String) }] });
+  expect(await response.json()).toEqual({ message: expect.stringMatching(/headers are too large/), documentation_url: '/v1/openapi.json', errors: [{ resource: 'request', type: 'invalid_value', message: expect.any(String) }] });
 });
