@@ -6,10 +6,11 @@ import { pricedUsage } from './priced-usage';
 import { ContextWindowExceededError } from '../src/providers/errors';
 import { estimateRequestTokens, estimateTextTokens } from '../src/providers/tokens';
 import type { ModelRecord } from '../src/providers/catalog';
-import { addUsage, zeroUsage, type RunUsage } from '../src/domain/run';
+import { addUsage, creditsExhaustedForRun, zeroUsage, type RunUsage } from '../src/domain/run';
 import { withTransaction } from '../src/store/db';
 import { appendEvents, lockSession, type EventRow } from '../src/store/events';
-import { assertRunHoldsSession, assertRunMayStep, buildConversation, inConversationOrder, loadRunContext } from './run-context';
+import { assertRunHoldsSession, assertRunMayStep, buildConversation, creditsAvailableNano, inConversationOrder, loadRunContext } from './run-context';
+import { recordBrokenAttempt } from '../src/store/attempt-usage';
 import { outputReserve, runRequest, toRunFailure } from './call-model';
 import { heartbeating } from './heartbeat';
 
@@ -49,6 +50,13 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
         // last compaction): it is summarized in pieces that fit, each folded into the summary so far.
         // Every piece after the first also carries the summary so far (up to summaryMaxTokens).
         for (const piece of transcriptPieces(transcript, pieceChars(model, Math.max(summary.length, summaryMaxTokens(model) * 4)))) {
+          // Summaries are model calls too: none on an exhausted balance (what the project's runs,
+          // this one included, have used and not been billed for counts against it, and so do the
+          // pieces summarized so far, recorded for the run's close to bill).
+          if (creditsExhaustedForRun(await creditsAvailableNano(deps.db, context.session.project_id), usage.credits_nano)) {
+            if (usage.credits_nano > 0) await recordBrokenAttempt(deps.db, input.sessionId, input.runId, `${keyPrefix}summaries`, usage);
+            throw ApplicationFailure.create({ type: 'rate_limit_error', message: 'the project credit balance is exhausted', nonRetryable: true });
+          }
           const result = await heartbeating((signal) =>
             providers.generate(
               {
@@ -64,6 +72,7 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
           usage = addUsage(usage, pricedUsage(model, result.usage));
         }
       } catch (error) {
+        if (error instanceof ApplicationFailure) throw error; // (the credit check's)
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
         // The provider counts tokens its own way: a piece it still finds too long ends the run
         // as the spec says an overflow that compaction cannot resolve does.

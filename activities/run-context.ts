@@ -56,6 +56,19 @@ export const othersUnbilledSql = (projectId: string, sessionId: string): string 
                              WHERE c.session_id = o.id AND c.run_id = o.active_run_id
                                AND c.type IN ('session.status_idle', 'session.error')), 0))`;
 
+/**
+ * The project's balance less what its runs in flight have used and not yet been billed for
+ * (all of them, or all but `exceptSession`'s): what the credit check of a run reckons with.
+ */
+export async function creditsAvailableNano(db: Queryable, projectId: string, exceptSession = ''): Promise<bigint> {
+  const { rows } = await db.query<{ available: string | null }>({
+    name: 'credits_available_v2',
+    text: `SELECT (SELECT balance_nano FROM project_credits WHERE project_id = $1) - ${othersUnbilledSql('$1::text', '$2::text')} AS available`,
+    values: [projectId, exceptSession],
+  });
+  return BigInt(rows[0]?.available ?? 0);
+}
+
 export async function loadRunContext(db: Queryable, sessionId: string, runId: string | null = null): Promise<RunContext> {
   // Session, agent, the latest compaction and the run's citations in one read; the events after the compaction in a second.
   const row = (

@@ -15,7 +15,7 @@ import { CANCELLED_BECAUSE, cancelledResults, union } from '../src/domain/events
 import { isAsyncExecutionEnabled } from '../src/store/sessions';
 import { insertUsage } from '../src/billing/usage';
 import { debitCredits } from '../src/billing/credits';
-import { othersUnbilledSql } from './run-context';
+import { creditsAvailableNano } from './run-context';
 import { createHash } from 'node:crypto';
 
 /**
@@ -460,12 +460,7 @@ export function createRunCycleActivities(deps: Deps) {
    */
   async function errorMessage(client: PoolClient, session: { id: string; project_id: string }, code: RunErrorCode, usage: RunUsage): Promise<string> {
     if (code !== 'rate_limit_error') return CLIENT_SAFE_MESSAGES[code];
-    const { rows } = await client.query<{ available: string | null }>({
-      name: 'credits_available_v1',
-      text: `SELECT (SELECT balance_nano FROM project_credits WHERE project_id = $1) - ${othersUnbilledSql('$1::text', '$2::text')} AS available`,
-      values: [session.project_id, session.id],
-    });
-    return creditsExhaustedForRun(BigInt(rows[0]?.available ?? 0), usage.credits_nano) ? CREDITS_EXHAUSTED_MESSAGE : CLIENT_SAFE_MESSAGES[code];
+    return creditsExhaustedForRun(await creditsAvailableNano(client, session.project_id, session.id), usage.credits_nano) ? CREDITS_EXHAUSTED_MESSAGE : CLIENT_SAFE_MESSAGES[code];
   }
 
   return {

@@ -3,6 +3,8 @@ import { startTestSimulator, type Simulator } from '../../support/simulator';
 import { createTenant, type Tenant } from '../../support/factories';
 import { getBalanceNano, grantCredits } from '../../../src/billing/credits';
 import { createAgentAndSession, sendEvents, startTestWorker, text, waitForEvent, listEvents } from '../../support/runtime';
+import { setBalanceNano } from '../../support/credits';
+import { CREDITS_EXHAUSTED_MESSAGE } from '../../../src/domain/run';
 
 /**
  * Stop reasons and failure codes that need their own limits: one turn per run, a short
@@ -180,6 +182,23 @@ test('a long session keeps compacting: a transcript larger than the window is su
   const summaries = simulator.requests.filter((r) => JSON.stringify(r.body).includes('Summarize the conversation below'));
   expect(summaries.length).toBeGreaterThan(0);
   for (const request of summaries) expect(JSON.stringify(request.body).length / 4).toBeLessThan(8192);
+});
+
+test('summaries are model calls too: on a balance exhausted mid-compaction no further summary is requested; the ones made are billed', async () => {
+  const poor = await createTenant(api.deps.db, { credits: 1000n });
+  const session = await createAgentAndSession(api.deps, poor.projectId, { model: 'openai/gpt-4' });
+  const marker = `zeta${Date.now()}`;
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`${marker} ${'lorem '.repeat(2000)}`) }]);
+  expect((await waitForEvent(api.deps, session.sessionId, 'closing')).event.stop_reason).toBe('end_turn');
+  // One nano-credit left: the run may start, and its compaction may make one summary call, not two.
+  await setBalanceNano(api.deps.db, poor.projectId, 1n);
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('ipsum '.repeat(2000)) }]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2);
+  expect(event).toMatchObject({ type: 'session.error', error_code: 'rate_limit_error', content: [{ message: CREDITS_EXHAUSTED_MESSAGE }] });
+  const summaries = simulator.requests.filter((r) => JSON.stringify(r.body).includes('Summarize the conversation') && JSON.stringify(r.body).includes(marker));
+  expect(summaries).toHaveLength(1);
+  expect(event.usage.credits_nano).toBeGreaterThan(0); // the summary made is billed with the run
+  expect(await getBalanceNano(api.deps.db, poor.projectId)).toBe(1n - BigInt(event.usage.credits_nano));
 });
 
 test('context_exceeded: a single message that cannot fit even after compaction', async () => {
