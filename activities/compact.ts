@@ -54,7 +54,6 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
           // this one included, have used and not been billed for counts against it, and so do the
           // pieces summarized so far, recorded for the run's close to bill).
           if (creditsExhaustedForRun(await creditsAvailableNano(deps.db, context.session.project_id), usage.credits_nano)) {
-            if (usage.credits_nano > 0) await recordBrokenAttempt(deps.db, input.sessionId, input.runId, `${keyPrefix}summaries`, usage);
             throw ApplicationFailure.create({ type: 'rate_limit_error', message: 'the project credit balance is exhausted', nonRetryable: true });
           }
           const result = await heartbeating((signal) =>
@@ -72,6 +71,12 @@ export function createCompactActivities(deps: Deps, providers: ProviderRegistry)
           usage = addUsage(usage, pricedUsage(model, result.usage));
         }
       } catch (error) {
+        // Pieces summarized before the failure were made (and billed by the provider): the run's
+        // close bills them, whatever happens next. Keyed by this attempt, as a turn's broken call is.
+        if (usage.credits_nano > 0) {
+          const { activityId, attempt, workflowExecution } = Context.current().info;
+          await recordBrokenAttempt(deps.db, input.sessionId, input.runId, `${keyPrefix}summaries:${workflowExecution?.runId ?? '-'}:${activityId}:attempt:${attempt}`, usage).catch(() => undefined);
+        }
         if (error instanceof ApplicationFailure) throw error; // (the credit check's)
         if (Context.current().cancellationSignal.aborted) throw new CancelledFailure('interrupted');
         // The provider counts tokens its own way: a piece it still finds too long ends the run

@@ -17,6 +17,7 @@ export function firstIssue(error: z.ZodError, fallback?: string): { path: string
 // would otherwise be answered with a message naming every one (larger than the request).
 const MAX_NAMED_KEYS = 10;
 const MAX_TEXT = 500;
-const shortened = (text: string) => (text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text);
+// (Cut where no surrogate pair is split: the message may be stored, and jsonb refuses half a pair.)
+const shortened = (text: string) => (text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT).replace(/[\ud800-\udbff]$/, '')}…` : text);
 const unrecognized = (keys: readonly PropertyKey[]) =>
   shortened(`Unrecognized keys: ${keys.slice(0, MAX_NAMED_KEYS).map((key) => JSON.stringify(String(key))).join(', ')} and ${keys.length - MAX_NAMED_KEYS} more`);

@@ -16,7 +16,7 @@ export function chatModelFor(id: string, purpose: string, capability?: Capabilit
   // Model ids are `<provider>/<model-name>`: a bare name is a malformed value (400), not an unknown
   // model, and the message names the model it would be where only one provider has that name.
   if (!id.includes('/')) {
-    const named = listModels().filter((m) => m.name === id);
+    const named = listModels().filter((m) => m.name === id && (!capability || m.capabilities.includes(capability)));
     throw badRequest(`model: must be <provider>/<model-name>${named.length === 1 ? ` (did you mean ${named[0]!.id}?)` : ''}; see GET /v1/models`, 'model');
   }
   const model = findModel(id);

@@ -144,12 +144,15 @@ export function toolInputValidator(schema: Record<string, unknown>): ValidateFun
 const VALIDATION_TIMEOUT_MS = 1000;
 const watched = createContext({ validate: (_input: unknown) => true, input: undefined as unknown });
 const validation = new Script('validate(input)');
+// (Weakly held: a validator the compile cache drops takes its mark with it.)
+const slowSchemas = new WeakSet<ValidateFunction>();
 function withinTime(validate: ValidateFunction, input: unknown): boolean {
   watched.validate = validate;
   watched.input = input;
   try {
     return validation.runInContext(watched, { timeout: VALIDATION_TIMEOUT_MS }) === true;
   } finally {
+    watched.validate = () => true;
     watched.input = undefined;
   }
 }
@@ -167,12 +170,16 @@ export function validateToolInput(schema: Record<string, unknown>, input: unknow
   } catch (error) {
     return { message: `the tool's input schema cannot be used: ${(error as Error).message}` };
   }
+  const tooSlow = { message: `the input could not be checked against the tool's input schema within ${VALIDATION_TIMEOUT_MS} ms (a pattern of the schema takes too long on it)` };
+  // A schema that once took too long is not given the time again (a turn may call it many times).
+  if (slowSchemas.has(validate)) return tooSlow;
   let valid: boolean;
   try {
     valid = withinTime(validate, input);
   } catch (error) {
     if ((error as { code?: string }).code !== 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw error;
-    return { message: `the input could not be checked against the tool's input schema within ${VALIDATION_TIMEOUT_MS} ms (a pattern of the schema takes too long on it)` };
+    slowSchemas.add(validate);
+    return tooSlow;
   }
   if (valid) return undefined;
   const error = validate.errors![0]!;

@@ -105,7 +105,8 @@ export function rateLimit(deps: Deps): Middleware {
       if (refused) accepted.delete(key); // (a key revoked since)
       else {
         if (unproven) shared.refund(refusedKey);
-        if (credential) remember(key);
+        // Remembered only once authentication resolved it (a 400 before any check proves nothing).
+        if (credential && ctx.state.principal) remember(key);
       }
     }
   };

@@ -24,6 +24,7 @@ import { parseInput } from '../../validate';
 import { relayUpstreamFailure } from '../gateway/gateway';
 import { type ContentServices } from './services';
 import { mediaModelFor } from '../../model-lookup';
+import { MIMEType } from 'node:util';
 
 export const audioTooLarge = () =>
   new ApiError(413, 'request_too_large', `audio exceeds the limit of ${MAX_TRANSCRIPTION_AUDIO_BYTES} bytes (25 MiB) decoded`);
@@ -55,15 +56,13 @@ function fromJson(raw: unknown): Transcription {
 
 const MAX_UPLOAD_PARTS = 32;
 
-/** The `boundary` parameter of a Content-Type, read as MIME reads parameters (name exact, value trimmed, unquoted). */
+/** The `boundary` parameter of a Content-Type, read as the form reader reads it (MIME rules). */
 function boundaryOf(contentType: string): string | undefined {
-  for (const param of contentType.split(';').slice(1)) {
-    const eq = param.indexOf('=');
-    if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== 'boundary') continue;
-    const value = param.slice(eq + 1).trim();
-    return (value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value) || undefined;
+  try {
+    return new MIMEType(contentType).params.get('boundary') || undefined;
+  } catch {
+    return undefined;
   }
-  return undefined;
 }
 
 /** Whether `raw` holds more than `limit` occurrences of the boundary delimiter. */
@@ -89,6 +88,8 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   const boundary = boundaryOf(ctx.get('content-type'));
   if (!boundary) throw badRequest('Content-Type: a multipart/form-data upload needs its boundary parameter');
   if (partsExceed(raw, `--${boundary}`, MAX_UPLOAD_PARTS)) throw badRequest(`request body holds more than ${MAX_UPLOAD_PARTS} multipart parts`);
+  // (A body without two delimiters of that boundary holds no part: the boundary was read otherwise.)
+  if (!partsExceed(raw, `--${boundary}`, 0)) throw badRequest('request body is not a readable multipart/form-data upload');
   let form: FormData;
   try {
     form = await new Response(raw, { headers: { 'content-type': ctx.get('content-type') } }).formData();
