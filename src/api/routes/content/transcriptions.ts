@@ -65,13 +65,11 @@ function boundaryOf(contentType: string): string | undefined {
   }
 }
 
-/** Whether `raw` holds more than `limit` occurrences of the boundary delimiter. */
-function partsExceed(raw: Buffer, delimiter: string, limit: number): boolean {
+/** How many times `raw` holds `needle`, counting no further than `cap`. */
+function countUpTo(raw: Buffer, needle: string, cap: number): number {
   let count = 0;
-  for (let at = raw.indexOf(delimiter); at >= 0; at = raw.indexOf(delimiter, at + delimiter.length)) {
-    if (++count > limit + 1) return true; // (the closing delimiter is one more)
-  }
-  return false;
+  for (let at = raw.indexOf(needle); at >= 0 && count < cap; at = raw.indexOf(needle, at + needle.length)) count++;
+  return count;
 }
 
 /**
@@ -87,9 +85,11 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   // form reader (and the process) busy for seconds. Counted on the bytes before parsing.
   const boundary = boundaryOf(ctx.get('content-type'));
   if (!boundary) throw badRequest('Content-Type: a multipart/form-data upload needs its boundary parameter');
-  if (partsExceed(raw, `--${boundary}`, MAX_UPLOAD_PARTS)) throw badRequest(`request body holds more than ${MAX_UPLOAD_PARTS} multipart parts`);
+  // Delimiters: one per part, and the closing one.
+  const delimiters = countUpTo(raw, `--${boundary}`, MAX_UPLOAD_PARTS + 2);
+  if (delimiters > MAX_UPLOAD_PARTS + 1) throw badRequest(`request body holds more than ${MAX_UPLOAD_PARTS} multipart parts`);
   // (A body without two delimiters of that boundary holds no part: the boundary was read otherwise.)
-  if (!partsExceed(raw, `--${boundary}`, 0)) throw badRequest('request body is not a readable multipart/form-data upload');
+  if (delimiters < 2) throw badRequest('request body is not a readable multipart/form-data upload');
   let form: FormData;
   try {
     form = await new Response(raw, { headers: { 'content-type': ctx.get('content-type') } }).formData();
