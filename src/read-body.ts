@@ -11,7 +11,7 @@ interface Exchange {
  */
 export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLarge: () => Error): void {
   const declared = exchange.req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw closingAfterResponse(exchange, tooLarge);
+  if (declared !== undefined && Number(declared) > limit) throw refusedWhileDraining(exchange, tooLarge);
 }
 
 /**
@@ -34,26 +34,33 @@ export interface ReadOptions {
   minRate?: { bytesPerSecond: number; windowMs: number; tooSlow: () => Error };
 }
 
+/** Requests answered `100 Continue`: their client is sending the body. */
+const continueSent = new WeakSet<IncomingMessage>();
+
 export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => Error, options: ReadOptions = {}): Promise<Buffer> {
   refuseDeclaredOversize(exchange, limit, tooLarge);
   const { req, res } = exchange;
   // A client that sent `Expect: 100-continue` waits for this before sending the body; it is
   // sent only once the request has passed everything before the read (authentication, rate
   // limit, size), so a refused client never uploads its body (see continueWhenBodyIsRead).
-  if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) res.writeContinue();
+  if (req.headers.expect?.toLowerCase() === '100-continue' && !res.headersSent) {
+    res.writeContinue();
+    continueSent.add(req);
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const { onProgress, minRate } = options;
-    const refuse = (error: () => Error) => {
+    const refuse = (error: () => Error, drain: boolean) => {
       cleanup();
+      if (drain) return reject(refusedWhileDraining(exchange, error));
       req.pause();
       reject(closingAfterResponse(exchange, error));
     };
     let windowStart = 0; // the size when the current window began
     const rateCheck = minRate
       ? setInterval(() => {
-          if (size - windowStart < (minRate.bytesPerSecond * minRate.windowMs) / 1000) refuse(minRate.tooSlow);
+          if (size - windowStart < (minRate.bytesPerSecond * minRate.windowMs) / 1000) refuse(minRate.tooSlow, false);
           windowStart = size;
         }, minRate.windowMs)
       : undefined;
@@ -66,9 +73,9 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) return refuse(tooLarge);
+      if (size > limit) return refuse(tooLarge, true);
       const refused = onProgress?.(size);
-      if (refused) return refuse(() => refused);
+      if (refused) return refuse(() => refused, true);
       chunks.push(chunk);
     };
     const onEnd = () => {
@@ -91,15 +98,51 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
   });
 }
 
+/** How much of a refused body is read and discarded, and for how long, before the connection closes. */
+export const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+export const DRAIN_LIMIT_MS = 10_000;
+
 /**
- * The rest of an oversize body is never read: the 413 goes out with `Connection: close`, so
- * Node closes the connection once it is sent. (Destroying the socket instead would reset the
- * connection and the client would never see the 413; keeping it alive would make Node read
- * and discard the whole remainder.)
+ * A refused body the client is still sending is read and discarded, up to a bound, while the
+ * refusal goes out on a connection kept open. Closing at once would reset the connection under
+ * a client still uploading (Node's fetch and the SDKs built on it then report a connection error,
+ * never the 413, and retry the whole upload); reading the remainder whatever its size, as Node
+ * does for a body nobody read, would let one request hold a connection for gigabytes. Past the
+ * bound the connection is closed. A client waiting for `100 Continue` has sent nothing: its
+ * connection simply closes after the answer.
  */
-function closingAfterResponse(exchange: Exchange, tooLarge: () => Error): Error {
+function refusedWhileDraining(exchange: Exchange, refusal: () => Error): Error {
+  const { req } = exchange;
+  const waitingForContinue = req.headers.expect?.toLowerCase() === '100-continue' && !continueSent.has(req);
+  if (waitingForContinue || req.complete) return closingAfterResponse(exchange, refusal);
+  let drained = 0;
+  const stop = () => req.socket.destroy();
+  const timer = setTimeout(stop, DRAIN_LIMIT_MS);
+  timer.unref();
+  const onData = (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT_BYTES) stop();
+  };
+  req.on('data', onData);
+  const done = () => {
+    clearTimeout(timer);
+    req.off('data', onData);
+  };
+  // The connection may carry the client's next request once this body has ended.
+  req.once('end', done);
+  req.once('close', done);
+  req.resume();
+  return refusal();
+}
+
+/**
+ * A refusal after which the connection must not carry more of this client's bytes (a body
+ * dripping too slowly): the answer goes out with `Connection: close` and Node closes the
+ * connection once it is sent.
+ */
+function closingAfterResponse(exchange: Exchange, refusal: () => Error): Error {
   exchange.res.setHeader('Connection', 'close');
-  return tooLarge();
+  return refusal();
 }
 
 /**

@@ -7,6 +7,7 @@ import { createTenant } from '../support/factories';
 import { createWorker } from '../../src/temporal/worker';
 import Router from '@koa/router';
 import { jsonBody } from '../../src/api/middleware/json-body';
+import { DRAIN_LIMIT_BYTES } from '../../src/read-body';
 import type { AppContext, AppState } from '../../src/api/types';
 
 let api: TestApi;
@@ -139,6 +140,51 @@ describe('HTTP basics', () => {
       const ok = await post('{"a":1}');
       expect(ok.status).toBe(200);
       expect(await ok.json()).toEqual({ received: { a: 1 } });
+    } finally {
+      await probe.close();
+    }
+  });
+
+  test('an oversize body still being uploaded: the client gets its 413 and the connection survives; past the drain bound it closes', async () => {
+    const probe = await startApiWithProbe();
+    const port = Number(new URL(probe.url).port);
+    /**
+     * Sends an oversize POST (declared or chunked), its body in pieces after the answer may
+     * already be out, then a second request on the same connection; returns what came back
+     * and how the connection ended.
+     */
+    const upload = (bodyBytes: number, chunked: boolean) =>
+      new Promise<{ text: string; ended: string }>((resolve) => {
+        const socket = connect(port, '127.0.0.1');
+        const framing = chunked ? 'Transfer-Encoding: chunked' : `Content-Length: ${bodyBytes}`;
+        let text = '';
+        socket.on('data', (chunk) => (text += chunk.toString('latin1')));
+        socket.on('close', () => resolve({ text, ended: 'closed' }));
+        socket.on('error', (error: NodeJS.ErrnoException) => resolve({ text, ended: error.code ?? 'error' }));
+        socket.write(`POST /v1/_probe/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${framing}\r\n\r\n`);
+        const piece = Buffer.alloc(1024 * 1024, 0x20);
+        void (async () => {
+          for (let sent = 0; sent < bodyBytes; sent += piece.length) {
+            const bytes = piece.subarray(0, Math.min(piece.length, bodyBytes - sent));
+            const ok = socket.write(chunked ? Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]) : bytes);
+            if (!ok) await new Promise((drained) => socket.once('drain', drained));
+            if (socket.destroyed) return;
+          }
+          socket.write(`${chunked ? '0\r\n\r\n' : ''}POST /v1/_probe/echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7\r\nConnection: close\r\n\r\n{"a":1}`);
+        })();
+      });
+    try {
+      for (const chunked of [false, true]) {
+        const { text, ended } = await upload(8 * 1024 * 1024, chunked);
+        expect(ended).toBe('closed');
+        expect(text).toMatch(/^HTTP\/1\.1 413 /);
+        // The same connection then served the next request.
+        expect(text).toMatch(/HTTP\/1\.1 200 OK\r\n[\s\S]*\{"received":\{"a":1\}\}$/);
+      }
+      const { text, ended } = await upload(DRAIN_LIMIT_BYTES + 8 * 1024 * 1024, false);
+      expect(text).toMatch(/^HTTP\/1\.1 413 /);
+      expect(text).not.toMatch(/HTTP\/1\.1 200/);
+      expect(['closed', 'ECONNRESET', 'EPIPE']).toContain(ended);
     } finally {
       await probe.close();
     }
