@@ -57,17 +57,30 @@ export const ChatToolCall = z.strictObject({
   extra_content: z.looseObject({ google: z.looseObject({ thought_signature: z.string().max(1_000_000).optional() }).optional() }).optional(),
 });
 
+// The openai SDK types these message fields `T | null` and sends back the nulls a returned
+// message carries (`audio: null`, `function_call: null`): null reads as omitted, as OpenAI reads it.
+const name = optionalOrNull(z.string());
+/** Fields the gateway has no use for but OpenAI allows as null on an assistant message (audio output, the deprecated function_call). */
+const nullOnly = (what: string) =>
+  z
+    .unknown()
+    .optional()
+    .refine((value) => value === null || value === undefined, `${what} is not supported; send null or omit it`)
+    .transform(() => undefined);
+
 export const ChatMessage = z.discriminatedUnion('role', [
-  z.strictObject({ role: z.literal('system'), content: TextContent, name: z.string().optional() }),
-  z.strictObject({ role: z.literal('developer'), content: TextContent, name: z.string().optional() }),
-  z.strictObject({ role: z.literal('user'), content: UserContent, name: z.string().optional() }),
+  z.strictObject({ role: z.literal('system'), content: TextContent, name }),
+  z.strictObject({ role: z.literal('developer'), content: TextContent, name }),
+  z.strictObject({ role: z.literal('user'), content: UserContent, name }),
   z.strictObject({
     role: z.literal('assistant'),
     content: TextContent.nullish(),
-    tool_calls: z.array(ChatToolCall).optional(),
+    tool_calls: optionalOrNull(z.array(ChatToolCall)),
     reasoning_content: z.string().nullish(),
     refusal: z.string().nullish(),
-    name: z.string().optional(),
+    name,
+    audio: nullOnly('audio (assistant audio output)'),
+    function_call: nullOnly('function_call (deprecated; use tool_calls)'),
     parsed: returnedOnly,
     annotations: returnedOnly,
   }),

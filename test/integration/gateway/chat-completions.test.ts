@@ -337,6 +337,24 @@ describe('validation', () => {
     const sent = env.sim.requests.at(-1)!.body as Record<string, unknown>;
     for (const field of ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'reasoning_effort', 'n']) expect(sent).not.toHaveProperty(field);
   });
+
+  test('null message fields the SDK types nullable (name, tool_calls, audio, function_call) read as omitted; a set audio or function_call is 400', async () => {
+    const messages = [
+      { role: 'system', content: 'be brief', name: null },
+      { role: 'user', content: 'hi', name: null },
+      { role: 'assistant', content: 'hello', name: null, tool_calls: null, audio: null, function_call: null, refusal: null },
+      { role: 'user', content: 'again' },
+    ];
+    const response = await client.chat.completions.create({ model: 'openai/gpt-4o-mini', messages } as never);
+    expect(response.choices[0]!.message.content).toBeTruthy();
+    const sent = env.sim.requests.at(-1)!.body as { messages: Array<Record<string, unknown>> };
+    for (const field of ['name', 'tool_calls', 'audio', 'function_call']) expect(sent.messages[2]).not.toHaveProperty(field);
+    for (const [field, value] of [['audio', { id: 'audio_1' }], ['function_call', { name: 'f', arguments: '{}' }]] as const) {
+      const refused = await post({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'x', [field]: value }, { role: 'user', content: 'y' }] });
+      expect(refused.status).toBe(400);
+      expect((await json(refused)).error.message).toMatch(new RegExp(`^messages\\.1\\.${field}: ${field} .*not supported`));
+    }
+  });
 });
 
 test("documents as OpenAI `file` parts reach each provider in its own form (OpenAI file part, Anthropic document block, Gemini inline data)", async () => {
