@@ -20,6 +20,13 @@ export interface ModelRecord {
   provider: ProviderName;
   /** The provider's own model name, sent upstream. */
   name: string;
+  /** The day the provider released the model (YYYY-MM-DD); `created` in GET /v1/models. */
+  released: string;
+  /**
+   * Dated snapshot names the provider also answers to (Anthropic's `claude-sonnet-4-20250514`
+   * behind `claude-sonnet-4-0`): accepted as this model and sent upstream as named.
+   */
+  snapshots?: string[];
   capabilities: Capability[];
   parameters: {
     /** Absent or `supported: false`: any temperature is refused with 400. */
@@ -98,15 +105,19 @@ const GOOGLE_TEMPERATURE = { supported: true, min: 0, max: 2 };
 // The Anthropic messages API has no response_format: only plain text is offered.
 const ANTHROPIC_FORMATS = ['text'];
 
-function openai(name: string, caps: Capability[], params: ModelRecord['parameters'], maxOut: number, context: number, pricing: ModelPricing): ModelRecord {
+function openai(name: string, released: string, caps: Capability[], params: ModelRecord['parameters'], maxOut: number, context: number, pricing: ModelPricing): ModelRecord {
   // OpenAI bills cache writes as ordinary input.
-  return { id: `openai/${name}`, provider: 'openai', name, capabilities: caps, parameters: params, max_output_tokens: maxOut, context_window: context, pricing };
+  return { id: `openai/${name}`, provider: 'openai', name, released, capabilities: caps, parameters: params, max_output_tokens: maxOut, context_window: context, pricing };
 }
-function anthropic(name: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[], sampling: { temperature_or_top_p?: boolean } = {}): ModelRecord {
+/** `snapshot`: the dated name the alias `name` points to (its date is the release day). */
+function anthropic(name: string, snapshot: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[], sampling: { temperature_or_top_p?: boolean } = {}): ModelRecord {
+  const date = /-(\d{4})(\d{2})(\d{2})$/.exec(snapshot)!;
   return {
     id: `anthropic/${name}`,
     provider: 'anthropic',
     name,
+    released: `${date[1]}-${date[2]}-${date[3]}`,
+    snapshots: [snapshot],
     capabilities: caps,
     parameters: { temperature: ANTHROPIC_TEMPERATURE, ...(reasoning ? { reasoning_effort: reasoning } : {}), response_format_type: ANTHROPIC_FORMATS, ...sampling },
     max_output_tokens: maxOut,
@@ -114,11 +125,12 @@ function anthropic(name: string, caps: Capability[], maxOut: number, pricing: Mo
     pricing,
   };
 }
-function google(name: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[]): ModelRecord {
+function google(name: string, released: string, caps: Capability[], maxOut: number, pricing: ModelPricing, reasoning?: string[]): ModelRecord {
   return {
     id: `google/${name}`,
     provider: 'google',
     name,
+    released,
     capabilities: caps,
     parameters: { temperature: GOOGLE_TEMPERATURE, ...(reasoning ? { reasoning_effort: reasoning } : {}), response_format_type: ALL_FORMATS },
     max_output_tokens: maxOut,
@@ -144,37 +156,45 @@ const ONE_SAMPLER = { temperature_or_top_p: true };
 const SONNET_4: ModelPricing = claudePrice(3, 15, 0.3, 3.75);
 
 export const MODELS: readonly ModelRecord[] = [
-  openai('gpt-5', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(1.25, 10, 0.125, 1.25)),
-  openai('gpt-5-mini', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.25, 2, 0.025, 0.25)),
-  openai('gpt-5-nano', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.05, 0.4, 0.005, 0.05)),
-  openai('gpt-4.1', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(2, 8, 0.5, 2)),
-  openai('gpt-4.1-mini', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.4, 1.6, 0.1, 0.4)),
-  openai('gpt-4.1-nano', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.1, 0.4, 0.025, 0.1)),
-  openai('gpt-4o', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(2.5, 10, 1.25, 2.5)),
-  openai('gpt-4o-mini', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(0.15, 0.6, 0.075, 0.15)),
-  openai('o3', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(2, 8, 0.5, 2)),
-  openai('o4-mini', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(1.1, 4.4, 0.275, 1.1)),
+  openai('gpt-5', '2025-08-07', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(1.25, 10, 0.125, 1.25)),
+  openai('gpt-5-mini', '2025-08-07', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.25, 2, 0.025, 0.25)),
+  openai('gpt-5-nano', '2025-08-07', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: ['minimal', ...EFFORT], response_format_type: ALL_FORMATS }, 128_000, 400_000, price(0.05, 0.4, 0.005, 0.05)),
+  openai('gpt-4.1', '2025-04-14', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(2, 8, 0.5, 2)),
+  openai('gpt-4.1-mini', '2025-04-14', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.4, 1.6, 0.1, 0.4)),
+  openai('gpt-4.1-nano', '2025-04-14', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 32_768, 1_047_576, price(0.1, 0.4, 0.025, 0.1)),
+  openai('gpt-4o', '2024-05-13', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(2.5, 10, 1.25, 2.5)),
+  openai('gpt-4o-mini', '2024-07-18', GPT, { temperature: OPENAI_TEMPERATURE, response_format_type: ALL_FORMATS }, 16_384, 128_000, price(0.15, 0.6, 0.075, 0.15)),
+  openai('o3', '2025-04-16', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(2, 8, 0.5, 2)),
+  openai('o4-mini', '2025-04-16', REASONING_GPT, { ...REASONING_SAMPLING, reasoning_effort: EFFORT, response_format_type: ALL_FORMATS }, 100_000, 200_000, price(1.1, 4.4, 0.275, 1.1)),
   // Search models: server-side web search, but no function calling and no temperature.
-  openai('gpt-4o-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, top_p: false, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(2.5, 10, 2.5, 2.5), web_search_per_search: OPENAI_SEARCH_CALL }),
-  openai('gpt-4o-mini-search-preview', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, top_p: false, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(0.15, 0.6, 0.15, 0.15), web_search_per_search: OPENAI_SEARCH_CALL }),
+  openai('gpt-4o-search-preview', '2025-03-11', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, top_p: false, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(2.5, 10, 2.5, 2.5), web_search_per_search: OPENAI_SEARCH_CALL }),
+  openai('gpt-4o-mini-search-preview', '2025-03-11', ['web_search', 'json_output'], { temperature: NO_TEMPERATURE, top_p: false, response_format_type: ['text', 'json_schema'] }, 16_384, 128_000, { ...price(0.15, 0.6, 0.15, 0.15), web_search_per_search: OPENAI_SEARCH_CALL }),
   // The original GPT-4: an 8,192-token context window (used to exercise compaction).
-  openai('gpt-4', ['tools'], { temperature: OPENAI_TEMPERATURE, response_format_type: ['text'] }, 8_192, 8_192, price(30, 60, 30, 30)),
+  openai('gpt-4', '2023-03-14', ['tools'], { temperature: OPENAI_TEMPERATURE, response_format_type: ['text'] }, 8_192, 8_192, price(30, 60, 30, 30)),
 
-  anthropic('claude-opus-4-1', THINKING_CLAUDE, 32_000, claudePrice(15, 75, 1.5, 18.75), EFFORT, ONE_SAMPLER),
-  anthropic('claude-sonnet-4-5', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT, ONE_SAMPLER),
-  anthropic('claude-sonnet-4-0', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT),
-  anthropic('claude-haiku-4-5', THINKING_CLAUDE, 64_000, claudePrice(1, 5, 0.1, 1.25), EFFORT, ONE_SAMPLER),
-  anthropic('claude-3-5-haiku-latest', CLAUDE, 8_192, claudePrice(0.8, 4, 0.08, 1)),
+  anthropic('claude-opus-4-1', 'claude-opus-4-1-20250805', THINKING_CLAUDE, 32_000, claudePrice(15, 75, 1.5, 18.75), EFFORT, ONE_SAMPLER),
+  anthropic('claude-sonnet-4-5', 'claude-sonnet-4-5-20250929', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT, ONE_SAMPLER),
+  anthropic('claude-sonnet-4-0', 'claude-sonnet-4-20250514', THINKING_CLAUDE, 64_000, SONNET_4, EFFORT),
+  anthropic('claude-haiku-4-5', 'claude-haiku-4-5-20251001', THINKING_CLAUDE, 64_000, claudePrice(1, 5, 0.1, 1.25), EFFORT, ONE_SAMPLER),
+  anthropic('claude-3-5-haiku-latest', 'claude-3-5-haiku-20241022', CLAUDE, 8_192, claudePrice(0.8, 4, 0.08, 1)),
 
-  google('gemini-2.5-pro', THINKING_GEMINI, 65_536, { ...price(1.25, 10, 0.125, 1.25), long_context: above200k(price(2.5, 15, 0.25, 2.5)), web_search_per_search: GOOGLE_GROUNDING }, EFFORT),
-  google('gemini-2.5-flash', THINKING_GEMINI, 65_536, { ...price(0.3, 2.5, 0.03, 0.3), web_search_per_search: GOOGLE_GROUNDING }, ['none', ...EFFORT]),
-  google('gemini-2.5-flash-lite', THINKING_GEMINI, 65_536, { ...price(0.1, 0.4, 0.01, 0.1), web_search_per_search: GOOGLE_GROUNDING }, ['none', ...EFFORT]),
-  google('gemini-2.0-flash', GEMINI, 8_192, { ...price(0.1, 0.4, 0.025, 0.1), web_search_per_search: GOOGLE_GROUNDING }),
-  google('gemini-2.0-flash-lite', ['tools', 'vision', 'json_output'], 8_192, price(0.075, 0.3, 0.075, 0.075)),
+  google('gemini-2.5-pro', '2025-06-17', THINKING_GEMINI, 65_536, { ...price(1.25, 10, 0.125, 1.25), long_context: above200k(price(2.5, 15, 0.25, 2.5)), web_search_per_search: GOOGLE_GROUNDING }, EFFORT),
+  google('gemini-2.5-flash', '2025-06-17', THINKING_GEMINI, 65_536, { ...price(0.3, 2.5, 0.03, 0.3), web_search_per_search: GOOGLE_GROUNDING }, ['none', ...EFFORT]),
+  google('gemini-2.5-flash-lite', '2025-07-22', THINKING_GEMINI, 65_536, { ...price(0.1, 0.4, 0.01, 0.1), web_search_per_search: GOOGLE_GROUNDING }, ['none', ...EFFORT]),
+  google('gemini-2.0-flash', '2025-02-05', GEMINI, 8_192, { ...price(0.1, 0.4, 0.025, 0.1), web_search_per_search: GOOGLE_GROUNDING }),
+  google('gemini-2.0-flash-lite', '2025-02-25', ['tools', 'vision', 'json_output'], 8_192, price(0.075, 0.3, 0.075, 0.075)),
 ];
 
-const BY_ID = new Map(MODELS.map((model) => [model.id, model]));
+const BY_ID = new Map<string, ModelRecord>(MODELS.map((model) => [model.id, model]));
+// A snapshot is its model under the snapshot's name (sent upstream as asked; priced alike).
+for (const model of MODELS) {
+  for (const snapshot of model.snapshots ?? []) {
+    const id = `${model.provider}/${snapshot}`;
+    BY_ID.set(id, { ...model, id, name: snapshot, snapshots: undefined });
+  }
+}
 
+/** A catalog model by id (`anthropic/claude-sonnet-4-5`), or one of its dated snapshots. */
 export function findModel(id: string): ModelRecord | undefined {
   return BY_ID.get(id);
 }

@@ -1,7 +1,9 @@
 import Router from '@koa/router';
 import type { Deps } from '../../deps';
 import { CATALOG_MAX_OUTPUT_TOKENS, findModel, listModels, NANO_PER_TOKEN_PER_USD_PER_MILLION, type ModelRecord } from '../../providers/catalog';
+import { z } from 'zod';
 import { ApiError } from '../errors';
+import { parseInput } from '../validate';
 import type { AppContext, AppState } from '../types';
 
 /**
@@ -9,10 +11,13 @@ import type { AppContext, AppState } from '../types';
  * (`{object: 'list', data: [{id, object: 'model', owned_by}]}`) and add the catalog
  * record: capabilities, parameters, max_output_tokens, context_window and pricing.
  */
+const releasedAt = (model: ModelRecord) => `${model.released}T00:00:00Z`;
+
 function presentModel(model: ModelRecord) {
   return {
     id: model.id,
     object: 'model' as const,
+    created: Date.parse(releasedAt(model)) / 1000,
     owned_by: model.provider,
     provider: model.provider,
     name: model.name,
@@ -67,6 +72,66 @@ function presentSchema(model: ModelRecord) {
   };
 }
 
+/**
+ * Anthropic's own models API, for its SDK (`client.models.list()` / `retrieve()`, which send
+ * `anthropic-version`): the Anthropic models /v1/messages serves, newest first, as bare names
+ * with their dated snapshot, `{type: 'model', id, display_name, created_at}`, paged by
+ * `after_id` / `before_id` / `limit` (1..1000, default 20) with `first_id`, `last_id`, `has_more`.
+ */
+const speaksAnthropic = (ctx: AppContext) => ctx.get('anthropic-version') !== '';
+
+const anthropicModels = (): ModelRecord[] =>
+  listModels()
+    .filter((model) => model.provider === 'anthropic')
+    .sort((a, b) => b.released.localeCompare(a.released) || a.name.localeCompare(b.name));
+
+/** `claude-sonnet-4-5` → `Claude Sonnet 4.5`, `claude-3-5-haiku-latest` → `Claude 3.5 Haiku`. */
+function displayName(name: string): string {
+  const words = name.replace(/-latest$/, '').split('-');
+  const out: string[] = [];
+  for (const word of words) {
+    const previous = out.at(-1);
+    if (/^\d+$/.test(word) && previous !== undefined && /^\d+(\.\d+)*$/.test(previous)) out[out.length - 1] = `${previous}.${word}`;
+    else out.push(/^\d/.test(word) ? word : word[0]!.toUpperCase() + word.slice(1));
+  }
+  return out.join(' ');
+}
+
+/** The model a bare name or one of its dated snapshots names. */
+const named = (id: string) => (model: ModelRecord) => model.name === id || model.snapshots?.includes(id) === true;
+
+const presentAnthropicModel = (model: ModelRecord) => ({ type: 'model' as const, id: model.name, display_name: displayName(model.name), created_at: releasedAt(model) });
+
+const AnthropicListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(20),
+  after_id: z.string().min(1).optional(),
+  before_id: z.string().min(1).optional(),
+});
+
+function listAnthropicModels(ctx: AppContext) {
+  const query = parseInput(AnthropicListQuery, ctx.query, 'query');
+  if (query.after_id !== undefined && query.before_id !== undefined) throw new ApiError(400, 'invalid_request_error', 'after_id and before_id are mutually exclusive');
+  const models = anthropicModels();
+  const position = (id: string) => {
+    const index = models.findIndex(named(id));
+    if (index < 0) throw new ApiError(400, 'invalid_request_error', `'${id}' is not a model of this list`);
+    return index;
+  };
+  let page: ModelRecord[];
+  let hasMore: boolean;
+  if (query.before_id !== undefined) {
+    const end = position(query.before_id);
+    const start = Math.max(0, end - query.limit);
+    page = models.slice(start, end);
+    hasMore = start > 0;
+  } else {
+    const start = query.after_id !== undefined ? position(query.after_id) + 1 : 0;
+    page = models.slice(start, start + query.limit);
+    hasMore = start + query.limit < models.length;
+  }
+  return { data: page.map(presentAnthropicModel), has_more: hasMore, first_id: page[0]?.name ?? null, last_id: page.at(-1)?.name ?? null };
+}
+
 const unknownModel = (id: string) => new ApiError(404, 'not_found_error', `model '${id}' not found`);
 
 /** `openai/gpt-4o` or a bare name that only one provider has. */
@@ -81,6 +146,11 @@ export function modelsRouter(_deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
   router.get('/v1/models', (ctx) => {
     ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.vary('anthropic-version');
+    if (speaksAnthropic(ctx)) {
+      ctx.body = listAnthropicModels(ctx);
+      return;
+    }
     ctx.body = { object: 'list', credit_usd: 1 / 100, nano_per_token_per_usd_per_million: NANO_PER_TOKEN_PER_USD_PER_MILLION, data: listModels().map(presentModel) };
   });
   router.get('/v1/models/:owner/:model/schema', (ctx) => {
@@ -93,6 +163,13 @@ export function modelsRouter(_deps: Deps): Router<AppState, AppContext> {
     ctx.body = presentModel(resolve(`${ctx.params.owner}/${ctx.params.model}`));
   });
   router.get('/v1/models/:modelId', (ctx) => {
+    ctx.vary('anthropic-version');
+    if (speaksAnthropic(ctx)) {
+      const model = anthropicModels().find(named(ctx.params.modelId!));
+      if (!model) throw unknownModel(ctx.params.modelId!);
+      ctx.body = { ...presentAnthropicModel(model), id: ctx.params.modelId };
+      return;
+    }
     ctx.body = presentModel(resolve(ctx.params.modelId!));
   });
   return router;

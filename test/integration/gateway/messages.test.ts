@@ -30,6 +30,23 @@ describe('the official anthropic client against the gateway', () => {
     expect((failure as InstanceType<typeof Anthropic.APIError>).requestID).toEqual(expect.stringMatching(/^[0-9a-f-]{32,36}$/));
   });
 
+  test("the client's models.list()/retrieve() read Anthropic's models, newest first, paged; dated snapshots answer as their model", async () => {
+    const all = [];
+    for await (const model of client.models.list({ limit: 2 })) all.push(model);
+    expect(all.map((model) => model.id)).toEqual(['claude-haiku-4-5', 'claude-sonnet-4-5', 'claude-opus-4-1', 'claude-sonnet-4-0', 'claude-3-5-haiku-latest']);
+    expect(all[0]).toEqual({ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' });
+    expect(all[4]!.display_name).toBe('Claude 3.5 Haiku');
+    const page = await client.models.list({ limit: 2, after_id: 'claude-sonnet-4-5' });
+    expect(page.data.map((model) => model.id)).toEqual(['claude-opus-4-1', 'claude-sonnet-4-0']);
+    expect(page).toMatchObject({ first_id: 'claude-opus-4-1', last_id: 'claude-sonnet-4-0', has_more: true });
+    expect((await client.models.retrieve('claude-sonnet-4-20250514')).display_name).toBe('Claude Sonnet 4.0');
+    await expect(client.models.retrieve('gpt-4o')).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    // A dated snapshot is its model, sent upstream as named.
+    const message = await client.messages.create({ model: 'claude-sonnet-4-20250514', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
+    expect(message.model).toBe('claude-sonnet-4-20250514');
+    expect((env.sim.requests.at(-1)!.body as { model: string }).model).toBe('claude-sonnet-4-20250514');
+  });
+
   test('plain message, bare and prefixed model names', async () => {
     for (const model of ['claude-sonnet-4-5', 'anthropic/claude-sonnet-4-5']) {
       const message = await client.messages.create({ model, max_tokens: 100, messages: [{ role: 'user', content: 'Hello native' }] });

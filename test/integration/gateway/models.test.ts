@@ -17,6 +17,7 @@ describe('public model catalog', () => {
     expect(body.data.map((m: { id: string }) => m.id)).toEqual(listModels().map((m) => m.id));
     expect(body.data.find((m: { id: string }) => m.id === 'openai/o3')).toMatchObject({
       object: 'model',
+      created: Date.UTC(2025, 3, 16) / 1000, // the release day, in Unix seconds as OpenAI's `created`
       owned_by: 'openai',
       capabilities: expect.arrayContaining(['tools', 'reasoning']),
       parameters: {
