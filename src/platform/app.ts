@@ -1,9 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import { answerParserErrors } from '../net/parser-errors';
+import type { Server } from 'node:http';
+import { createRefusingServer } from '../net/parser-errors';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
-import { continueWhenBodyIsRead } from '../read-body';
 import { PLATFORM_DOCS_URL, PlatformError } from './errors';
 import { basicAuth, platformBasics, platformRateLimit } from './middleware';
 import { PLATFORM_OPENAPI } from './openapi';
@@ -50,11 +49,12 @@ export function createPlatformApp(
 
 /** The platform API's HTTP server (`Expect: 100-continue` answered once the body is read). */
 export function createPlatformServer(deps: Pick<Deps, 'db' | 'logger'>, limits: { perSecond: number; burst: number } | null = null): Server {
-  const server = createServer(createPlatformApp(deps, limits).callback());
-  continueWhenBodyIsRead(server);
   // In the platform API's own error shape (`{message, errors}`).
-  answerParserErrors(server, ({ message }) => ({ message, documentation_url: PLATFORM_DOCS_URL, errors: [{ resource: 'request', type: 'invalid_value', message }] }));
-  return server;
+  return createRefusingServer(createPlatformApp(deps, limits).callback(), ({ message }) => ({
+    message,
+    documentation_url: PLATFORM_DOCS_URL,
+    errors: [{ resource: 'request', type: 'invalid_value', message }],
+  }));
 }
 
 /** 405 with `Allow` when the path is known (`allowed` gives its methods) and the method is not among them; else next. */

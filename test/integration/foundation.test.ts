@@ -91,18 +91,39 @@ describe('HTTP basics', () => {
     await expectEnvelope(response, 405, 'method_not_allowed');
   });
 
-  test("headers past Node's 16 KB limit, a malformed request: the envelope, not a bare status line", async () => {
+  test("headers past Node's 16 KB limit, a malformed request, no Host, an unknown Expect: the envelope, not a bare status line", async () => {
     const huge = await fetch(`${api.url}/v1/agents`, { headers: { authorization: `Bearer svc_${'a'.repeat(17_000)}` } });
     await expectEnvelope(huge, 431, 'request_too_large');
-    const raw = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
-      let text = '';
-      socket.on('data', (chunk) => (text += chunk.toString()));
-      socket.on('end', () => resolve(text));
-      socket.on('error', reject);
-    });
-    expect(raw).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
-    expect(JSON.parse(raw.slice(raw.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { type: 'invalid_request_error', code: 400 } });
+    /** Sends raw bytes; returns the status line and the parsed body. */
+    const rawExchange = (bytes: string) =>
+      new Promise<{ head: string; body: Record<string, any>; requestId: string | undefined }>((resolve, reject) => {
+        const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () => socket.write(bytes));
+        let text = '';
+        socket.on('data', (chunk) => (text += chunk.toString()));
+        socket.on('end', () => {
+          const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+          resolve({ head: text.split('\r\n')[0]!, body, requestId: /\r\nX-Request-ID: (\S+)\r\n/i.exec(text)?.[1] });
+        });
+        socket.on('error', reject);
+      });
+    const cases: Array<[string, string, number]> = [
+      ['NOT HTTP AT ALL\r\n\r\n', 'HTTP/1.1 400 Bad Request', 400],
+      ['GET /v1/models HTTP/1.1\r\nConnection: close\r\n\r\n', 'HTTP/1.1 400 Bad Request', 400],
+      ['GET /v1/models HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n', 'HTTP/1.1 417 Expectation Failed', 417],
+    ];
+    for (const [bytes, head, code] of cases) {
+      const answer = await rawExchange(bytes);
+      expect(answer.head).toBe(head);
+      expect(answer.body).toMatchObject({ error: { type: 'invalid_request_error', code, request_id: answer.requestId } });
+    }
+    // HTTP/1.0 needs no Host.
+    expect((await rawExchange('GET /v1/models HTTP/1.0\r\n\r\n')).body.object).toBe('list');
+    // On the messages route, the provider-native envelope.
+    const messages = await rawExchange(`POST /v1/messages HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(17_000)}\r\n\r\n`);
+    expect(messages.head).toBe('HTTP/1.1 431 Request Header Fields Too Large');
+    expect(messages.body).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: expect.any(String), request_id: messages.requestId } });
+    const noHost = await rawExchange('POST /v1/messages HTTP/1.1\r\nConnection: close\r\n\r\n');
+    expect(noHost.body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: 'the Host header is required' } });
   });
 
   test('Expect: 100-continue: a refused request is answered before its body is sent; an accepted one gets 100', async () => {

@@ -49,6 +49,9 @@ export function toApiError(error: unknown, inputs: unknown[] = []): ApiError {
   return new ApiError(500, 'api_error', 'internal server error; it is safe to retry once');
 }
 
+/** The provider-native messages routes (served or not): their errors are in the native envelope. */
+export const isMessagesPath = (path: string): boolean => path === '/v1/messages' || path.startsWith('/v1/messages/');
+
 export function renderError(ctx: AppContext, error: ApiError): void {
   ctx.status = error.status;
   for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
@@ -56,7 +59,7 @@ export function renderError(ctx: AppContext, error: ApiError): void {
   // The route sets the native format; errors before it (a wrong method) go by the path, as do
   // the provider's other messages routes the gateway does not serve (count_tokens, batches):
   // the Anthropic SDK reads the native envelope there.
-  if (ctx.state.errorFormat === 'anthropic' || ctx.path === '/v1/messages' || ctx.path.startsWith('/v1/messages/')) {
+  if (ctx.state.errorFormat === 'anthropic' || isMessagesPath(ctx.path)) {
     const type = error.type === 'content_policy_violation' ? error.type : nativeErrorType(error.status);
     ctx.body = { type: 'error', error: { type, message: error.message, request_id } };
   } else {
