@@ -213,5 +213,7 @@ case "$cmd" in
     ;;
   stop) for s in "${services[@]}"; do "stop_$s"; done ;;
   status) status ;;
-  *) die "unknown command '$cmd' (start, stop, status)" ;;
+  # The Temporal CLI this clone uses (built if missing): tests start their own dev servers with it.
+  temporal-cli) build_temporal >&2 && echo "$TEMPORAL_BIN" ;;
+  *) die "unknown command '$cmd' (start, stop, status, temporal-cli)" ;;
 esac

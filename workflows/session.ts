@@ -6,7 +6,7 @@ import {
   type RetryPolicy,
   allHandlersFinished,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   defineSignal,
   isCancellation,
   proxyActivities,
@@ -72,6 +72,9 @@ const PAUSE_SUPERSEDED_PATCH = 'pause-superseded';
 const PAUSE_ENDS_ON_INTERRUPT_PATCH = 'pause-ends-on-interrupt';
 // Histories recorded before a deleted session's workflow ended (it idled forever).
 const DELETED_SESSION_ENDS_PATCH = 'deleted-session-ends';
+// Histories recorded before a run's end continued as new when Temporal suggested it: a session
+// whose queue never emptied then grew one execution's history without bound.
+const CONTINUE_AT_RUN_END_PATCH = 'continue-at-run-end';
 const bookkeepingActivities = {
   startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
     (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
@@ -114,11 +117,20 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   // workflow has not started yet (its signal came with the message's, or while the previous
   // run's close claimed it). Kept here, it cancels that run as soon as it starts.
   let interruptedRunId: string | undefined;
+  // The memo's title, carried into the next execution: continue-as-new would otherwise start it
+  // with the memo the workflow was started with, before any rename.
+  let title = workflowInfo().memo?.title;
+  // Set when a run ended without claiming the next because Temporal suggested continuing as new.
+  let continueAfterRun = false;
 
   setHandler(eventsAppendedSignal, () => {
     signalled = true;
   });
-  setHandler(titleChangedSignal, (title) => upsertMemo({ title }));
+  setHandler(titleChangedSignal, (renamed) => {
+    title = renamed;
+    upsertMemo({ title });
+  });
+  const continueAsNew = () => makeContinueAsNewFunc<typeof sessionWorkflow>(title === undefined ? {} : { memo: { title } })(input);
   setHandler(interruptSignal, (runId) => {
     if (runId && runId !== currentRunId) {
       interruptedRunId = runId;
@@ -233,7 +245,10 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string } = {}) => {
         // A run's end also claims the next run in the same activity, unless the workflow is
         // being cancelled (which starts nothing new); so does a pause that ends its run.
-        const claims = (!extra.toolCalls || patched(PAUSE_ENDS_ON_INTERRUPT_PATCH)) && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled;
+        // At a run's end with continue-as-new suggested, nothing is claimed: the next execution
+        // claims what the log holds (it starts as if signalled).
+        continueAfterRun = !extra.toolCalls && workflowInfo().continueAsNewSuggested && patched(CONTINUE_AT_RUN_END_PATCH);
+        const claims = (!extra.toolCalls || patched(PAUSE_ENDS_ON_INTERRUPT_PATCH)) && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled && !continueAfterRun;
         const claimCycleKey = claims ? uuid4() : undefined;
         return bookkeeping.finishRunCycle({
           sessionId,
@@ -327,6 +342,10 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           // activity claimed just before the cancellation arrived still goes through
           // executeRun, whose first activity fails at once and closes it as run_interrupted.
           if (CancellationScope.current().consideredCancelled && claimed?.kind !== 'start') throw new CancelledFailure('session workflow cancelled');
+          if (continueAfterRun) {
+            await condition(allHandlersFinished);
+            await continueAsNew();
+          }
           // A message that arrived during the run starts the next one at once.
           cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, execution }));
         }
@@ -338,14 +357,14 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       }
       if (workflowInfo().continueAsNewSuggested && !signalled) {
         await condition(allHandlersFinished);
-        await continueAsNew<typeof sessionWorkflow>(input);
+        await continueAsNew();
       }
     }
   } catch (error) {
     // Cancelling the workflow (an operator's `temporal workflow cancel`) ends it after the
     // run in flight was closed as `run_interrupted`. A message that arrived meanwhile must
     // not be lost: carry on in a fresh execution instead of closing.
-    if (isCancellation(error) && signalled) await continueAsNew<typeof sessionWorkflow>(input);
+    if (isCancellation(error) && signalled) await continueAsNew();
     throw error;
   }
 }
