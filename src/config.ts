@@ -22,6 +22,12 @@ export const ConfigSchema = z.object({
   PLATFORM_PORT: port.default(8081),
   SIMULATOR_PORT: port.default(8090),
   HOST: z.string().default('127.0.0.1'),
+  /**
+   * The api's public address (`https://gateway.example.com`), as clients reach it: the OAuth
+   * metadata's issuer and endpoints. Unset: the address the request came in on (never the
+   * request's Host header, which the client chooses).
+   */
+  PUBLIC_BASE_URL: z.url().optional(),
   DATABASE_URL: z.url().default('postgres://gateway:gateway@127.0.0.1:54329/gateway'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),

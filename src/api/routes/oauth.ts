@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
 import { hashSecret } from '../../auth/api-keys';
@@ -21,7 +22,7 @@ import { findOAuthClient, insertOAuthAccessToken, insertOAuthClient, type OAuthC
 import { rateLimit } from '../middleware/rate-limit';
 import type { AppContext, AppState, Middleware } from '../types';
 import { encodedWith, readBodyUpTo } from '../../read-body';
-import { decodeUtf8, JsonTextError, parseJsonText } from '../../json-text';
+import { decodeUtf8, JsonTextError, nulField, parseJsonText } from '../../json-text';
 import { firstIssue } from '../../first-issue';
 
 /**
@@ -36,7 +37,7 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
 
   router.get('/.well-known/oauth-authorization-server', (ctx) => {
-    const issuer = `${ctx.protocol}://${ctx.host}`;
+    const issuer = publicBaseUrl(deps, ctx);
     ctx.body = {
       issuer,
       registration_endpoint: `${issuer}/oauth/register`,
@@ -51,6 +52,9 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
   router.post('/oauth/register', rateLimit(deps), oauthErrors(), async (ctx) => {
     const principal = await initialAccessToken(deps, ctx.get('authorization'));
     const body = parseJsonObject(await readBody(ctx));
+    // Postgres cannot store U+0000: refused here, naming the member, in the OAuth shape.
+    const nul = nulField([body]);
+    if (nul) throw new OAuthError(400, 'invalid_client_metadata', `${nul}: text values must not contain the NUL character (U+0000)`);
     const parsed = ClientMetadataSchema.safeParse(body);
     if (!parsed.success) {
       const { path, text } = firstIssue(parsed.error, 'body');
@@ -119,6 +123,18 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
   });
 
   return router;
+}
+
+/**
+ * RFC 8414 §3: the issuer is fixed, not what a request says. The configured public address,
+ * else the local address the request arrived on (a cache in front of the api must not learn
+ * endpoints from a client's Host header).
+ */
+function publicBaseUrl(deps: Deps, ctx: AppContext): string {
+  if (deps.config.PUBLIC_BASE_URL) return deps.config.PUBLIC_BASE_URL.replace(/\/+$/, '');
+  const { localAddress = '127.0.0.1', localPort } = ctx.req.socket;
+  const host = isIP(localAddress) === 6 ? `[${localAddress}]` : localAddress;
+  return `http://${host}:${localPort}`;
 }
 
 /** Renders OAuthError (and 401s from credential checks) in the OAuth error shape. */

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
+import { request as httpRequest } from 'node:http';
 import { startApi, type TestApi } from '../../support/harness';
 import { uniqueId } from '../../support/config';
 import { createTenant, json, type Tenant } from '../../support/factories';
@@ -193,6 +194,32 @@ describe('registration endpoint errors (RFC 7591 §3.2.2)', () => {
     expect(await json(gzipped)).toEqual({ error: 'invalid_request', error_description: "Content-Encoding 'gzip' is not supported; send the body uncompressed" });
     const token = await fetch(`${api.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'br' }, body: 'grant_type=client_credentials' });
     expect(token.status).toBe(415);
+  });
+
+  test("the metadata's issuer is the api's own address, whatever Host the request names; PUBLIC_BASE_URL sets it", async () => {
+    const metadataWithHost = (url: string) =>
+      new Promise<Record<string, string>>((resolve, reject) => {
+        const request = httpRequest(`${url}/.well-known/oauth-authorization-server`, { headers: { host: 'evil.example' } }, (response) => {
+          let body = '';
+          response.on('data', (chunk) => (body += chunk));
+          response.on('end', () => resolve(JSON.parse(body)));
+        });
+        request.on('error', reject);
+        request.end();
+      });
+    expect(await metadataWithHost(api.url)).toMatchObject({ issuer: api.url, registration_endpoint: `${api.url}/oauth/register`, token_endpoint: `${api.url}/oauth/token` });
+    const configured = await startApi({ PUBLIC_BASE_URL: 'https://gateway.example.com/' });
+    try {
+      expect(await metadataWithHost(configured.url)).toMatchObject({ issuer: 'https://gateway.example.com', token_endpoint: 'https://gateway.example.com/oauth/token' });
+    } finally {
+      await configured.close();
+    }
+  });
+
+  test('a NUL character in client metadata: 400 invalid_client_metadata naming the member', async () => {
+    const response = await registerClient({ client_name: 'a\u0000b', grant_types: ['client_credentials'] });
+    expect(response.status).toBe(400);
+    expect(await json(response)).toEqual({ error: 'invalid_client_metadata', error_description: 'client_name: text values must not contain the NUL character (U+0000)' });
   });
 
   test('a user of several accounts must name one', async () => {
