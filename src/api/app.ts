@@ -1,7 +1,8 @@
 import Koa from 'koa';
 import type Router from '@koa/router';
 import type { Deps } from '../deps';
-import { methodNotAllowed, notFound } from './errors';
+import { badRequest, methodNotAllowed, notFound } from './errors';
+import { repeatedCredentialHeader } from '../net/credential-headers';
 import { accessLog } from './middleware/access-log';
 import { errorHandler } from './middleware/error-handler';
 import { requestId } from './middleware/request-id';
@@ -42,6 +43,11 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
   app.use(requestId(deps.logger));
   app.use(accessLog());
   app.use(errorHandler());
+  app.use(async (ctx, next) => {
+    const repeated = repeatedCredentialHeader(ctx.req.rawHeaders);
+    if (repeated) throw badRequest(`the ${repeated} header was sent more than once; send one credential`);
+    await next();
+  });
 
   const routers: AnyRouter[] = [
     healthRouter(deps),

@@ -10,6 +10,8 @@ import { signBrowserToken, signDevIdpToken } from '../../src/auth/tokens';
 import { revokeApiKey } from '../../src/store/api-keys';
 import type { AppContext, AppState } from '../../src/api/types';
 import { startApi, type TestApi } from '../support/harness';
+import { startPlatform, platformUserWithAccount } from '../support/platform';
+import { request as httpRequest } from 'node:http';
 import { json, bearer, createKey, createServiceToken, createTenant, type Tenant } from '../support/factories';
 
 /**
@@ -73,6 +75,37 @@ describe('API keys', () => {
     expect(response.status).toBe(401);
     expect(response.headers.get('www-authenticate')).toMatch(/^Bearer realm="gateway"/);
     expect((await json(response)).error.type).toBe('invalid_token');
+  });
+
+  test('a credential header sent twice is 400 whichever comes first (gateway and platform API)', async () => {
+    const platform = await startPlatform(api.deps.db);
+    const { headers: platformHeaders } = await platformUserWithAccount(api.deps.db, 'twice');
+    /** Sends a GET with `name` repeated, one line per value. */
+    const twice = (url: string, name: string, values: string[]) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const request = httpRequest(url, (response) => {
+          let body = '';
+          response.on('data', (chunk) => (body += chunk));
+          response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(body) }));
+        });
+        request.setHeader(name, values);
+        request.on('error', reject);
+        request.end();
+      });
+    try {
+      const bogus = `Bearer svc_${'b'.repeat(43)}`;
+      for (const values of [[`Bearer ${tenant.key}`, bogus], [bogus, `Bearer ${tenant.key}`]]) {
+        const answer = await twice(`${api.url}/v1/agents`, 'authorization', values);
+        expect(answer.status).toBe(400);
+        expect(answer.body.error).toMatchObject({ type: 'invalid_request_error', message: 'the authorization header was sent more than once; send one credential' });
+      }
+      const messages = await twice(`${api.url}/v1/messages`, 'x-api-key', [tenant.key, tenant.key]);
+      expect(messages).toMatchObject({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error' } } });
+      const sites = await twice(`${platform.url}/v1/sites`, 'authorization', [platformHeaders.authorization!, platformHeaders.authorization!]);
+      expect(sites).toMatchObject({ status: 400, body: { errors: [{ field: 'authorization' }] } });
+    } finally {
+      await platform.close();
+    }
   });
 
   test('missing credential: 401 with WWW-Authenticate', async () => {
