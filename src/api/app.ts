@@ -4,6 +4,7 @@ import type { Deps } from '../deps';
 import { badRequest, methodNotAllowed, notFound } from './errors';
 import { repeatedCredentialHeader } from '../net/credential-headers';
 import { accessLog } from './middleware/access-log';
+import { cors } from './middleware/cors';
 import { errorHandler } from './middleware/error-handler';
 import { requestId } from './middleware/request-id';
 import { healthRouter } from './routes/health';
@@ -43,11 +44,6 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
   app.use(requestId(deps.logger));
   app.use(accessLog());
   app.use(errorHandler());
-  app.use(async (ctx, next) => {
-    const repeated = repeatedCredentialHeader(ctx.req.rawHeaders);
-    if (repeated) throw badRequest(`the ${repeated} header was sent more than once; send one credential`);
-    await next();
-  });
 
   const routers: AnyRouter[] = [
     healthRouter(deps),
@@ -67,14 +63,25 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
     mcpRouter(deps),
     ...(options.extraRouters ?? []),
   ];
+  /** The methods the routers serve on a path (none: an unknown path). */
+  const methodsFor = (path: string): string[] => {
+    const allowed = new Set<string>();
+    for (const router of routers) {
+      for (const layer of router.stack) if (layer.methods.length > 0 && layer.match(path)) layer.methods.forEach((m) => allowed.add(m));
+    }
+    return [...allowed];
+  };
+  app.use(async (ctx, next) => {
+    const repeated = repeatedCredentialHeader(ctx.req.rawHeaders);
+    if (repeated) throw badRequest(`the ${repeated} header was sent more than once; send one credential`);
+    await next();
+  });
+  app.use(cors(methodsFor));
   for (const router of routers) app.use(router.routes());
   // Nothing answered: 405 when the path exists under other methods, else 404.
   app.use((ctx) => {
-    const allowed = new Set<string>();
-    for (const router of routers) {
-      for (const layer of router.stack) if (layer.methods.length > 0 && layer.match(ctx.path)) layer.methods.forEach((m) => allowed.add(m));
-    }
-    if (allowed.size > 0) throw methodNotAllowed([...allowed]);
+    const allowed = methodsFor(ctx.path);
+    if (allowed.length > 0) throw methodNotAllowed(allowed);
     throw notFound('route');
   });
   return app;

@@ -85,6 +85,26 @@ describe('HTTP basics', () => {
     await expectEnvelope(await fetch(`${api.url}/v1/nope`), 404, 'not_found_error');
   });
 
+  test('browsers: a preflight of a known path is 204 with its methods and the asked headers; every answer allows any origin', async () => {
+    const preflight = await fetch(`${api.url}/v1/sessions/sesn_x/events`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://site.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-stainless-os' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+    expect(preflight.headers.get('access-control-allow-methods')!.split(', ').sort()).toEqual(['GET', 'HEAD', 'POST']);
+    expect(preflight.headers.get('access-control-allow-headers')).toBe('authorization, content-type, x-stainless-os');
+    expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
+    // An unknown path is still 404; OPTIONS that is no preflight still 405.
+    expect((await fetch(`${api.url}/v1/nope`, { method: 'OPTIONS', headers: { origin: 'https://site.example', 'access-control-request-method': 'GET' } })).status).toBe(404);
+    expect((await fetch(`${api.url}/v1/models`, { method: 'OPTIONS' })).status).toBe(405);
+    // Answers, errors included, can be read by a page of any origin, request id too.
+    for (const response of [await fetch(`${api.url}/v1/models`, { headers: { origin: 'https://site.example' } }), await fetch(`${api.url}/v1/agents`, { headers: { origin: 'https://site.example' } })]) {
+      expect(response.headers.get('access-control-allow-origin')).toBe('*');
+      expect(response.headers.get('access-control-expose-headers')).toContain('X-Request-ID');
+    }
+  });
+
   test('wrong method: 405 envelope with Allow', async () => {
     const response = await fetch(`${api.url}/healthz`, { method: 'DELETE' });
     expect(response.headers.get('allow')).toContain('GET');
