@@ -8,6 +8,7 @@ import { createWorker } from '../../src/temporal/worker';
 import Router from '@koa/router';
 import { jsonBody } from '../../src/api/middleware/json-body';
 import { DRAIN_LIMIT_BYTES } from '../../src/read-body';
+import { BODY_MIN_RATE } from '../../src/api/errors';
 import type { AppContext, AppState } from '../../src/api/types';
 
 let api: TestApi;
@@ -230,6 +231,25 @@ describe('HTTP basics', () => {
       await probe.close();
     }
   });
+
+  test('a body that stalls is refused with 408 after one rate window, not held for minutes', async () => {
+    const tenant = await createTenant(api.deps.db);
+    const started = Date.now();
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () =>
+        socket.write(`POST /v1/agents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tenant.key}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":`),
+      );
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const waited = Date.now() - started;
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ error: { type: 'invalid_request_error', code: 408 } });
+    expect(waited).toBeGreaterThanOrEqual(BODY_MIN_RATE.windowMs - 100);
+    expect(waited).toBeLessThan(2 * BODY_MIN_RATE.windowMs);
+  }, 40_000);
 
   test('an unexpected exception becomes a 500 that leaks nothing', async () => {
     const probe = await startApiWithProbe();

@@ -1,4 +1,4 @@
-import { badRequest, payloadTooLarge, unsupportedEncoding, unsupportedMediaType } from '../errors';
+import { badRequest, BODY_MIN_RATE, payloadTooLarge, unsupportedEncoding, unsupportedMediaType } from '../errors';
 import { encodedWith, readBodyUpTo, refuseDeclaredOversize } from '../../read-body';
 import { decodeUtf8, JsonTextError, parseJsonText } from '../../json-text';
 import type { AppContext, Middleware } from '../types';
@@ -23,7 +23,7 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean; acce
     refuseDeclaredOversize(ctx, limitBytes, tooLarge);
     if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType(options.accepted);
     refuseEncodedBody(ctx);
-    const bytes = await readBodyUpTo(ctx, limitBytes, tooLarge);
+    const bytes = await readBodyUpTo(ctx, limitBytes, tooLarge, { minRate: BODY_MIN_RATE });
     try {
       ctx.request.body = bytes.length === 0 ? undefined : parseJsonText(decodeUtf8(bytes), { itemsOf: options.itemsOf });
     } catch (error) {

@@ -20,6 +20,7 @@ import {
 import { newId } from '../../store/ids';
 import { findOAuthClient, insertOAuthAccessToken, insertOAuthClient, type OAuthClientRow } from '../../store/oauth';
 import { rateLimit } from '../middleware/rate-limit';
+import { BODY_MIN_RATE } from '../errors';
 import type { AppContext, AppState, Middleware } from '../types';
 import { encodedWith, readBodyUpTo } from '../../read-body';
 import { decodeUtf8, JsonTextError, nulField, parseJsonText } from '../../json-text';
@@ -170,7 +171,9 @@ async function readBody(ctx: AppContext): Promise<string> {
   const tooLarge = () => new OAuthError(413, 'invalid_request', `request body exceeds ${OAUTH_BODY_LIMIT_BYTES} bytes`);
   const encoding = encodedWith(ctx.req);
   if (encoding) throw new OAuthError(415, 'invalid_request', `Content-Encoding '${encoding}' is not supported; send the body uncompressed`);
-  const bytes = await readBodyUpTo(ctx, OAUTH_BODY_LIMIT_BYTES, tooLarge);
+  const bytes = await readBodyUpTo(ctx, OAUTH_BODY_LIMIT_BYTES, tooLarge, {
+    minRate: { ...BODY_MIN_RATE, tooSlow: () => new OAuthError(408, 'invalid_request', 'the request body arrived too slowly; send it again') },
+  });
   try {
     return decodeUtf8(bytes);
   } catch (error) {

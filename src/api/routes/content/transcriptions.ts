@@ -16,7 +16,7 @@ import {
 import { readBodyUpTo } from '../../../read-body';
 import { computeMediaCreditsNano, type MediaUsage } from '../../../providers/catalog';
 import type { OpenAITranscription } from '../../../providers/openai/audio';
-import { ApiError, badRequest } from '../../errors';
+import { ApiError, badRequest, BODY_MIN_RATE } from '../../errors';
 import { jsonBody, refuseEncodedBody } from '../../middleware/json-body';
 import { rateLimit } from '../../middleware/rate-limit';
 import type { AppContext, AppState } from '../../types';
@@ -80,7 +80,7 @@ function countUpTo(raw: Buffer, needle: string, cap: number): number {
 async function fromUpload(ctx: AppContext): Promise<Transcription> {
   const tooLarge = () => new ApiError(413, 'request_too_large', `request body exceeds the limit of ${TRANSCRIPTION_UPLOAD_LIMIT_BYTES} bytes`);
   refuseEncodedBody(ctx);
-  const raw = await readBodyUpTo(ctx, TRANSCRIPTION_UPLOAD_LIMIT_BYTES, tooLarge);
+  const raw = await readBodyUpTo(ctx, TRANSCRIPTION_UPLOAD_LIMIT_BYTES, tooLarge, { minRate: BODY_MIN_RATE });
   // The upload has a handful of fields: hundreds of thousands of tiny parts would keep the
   // form reader (and the process) busy for seconds. Counted on the bytes before parsing.
   const boundary = boundaryOf(ctx.get('content-type'));
