@@ -108,6 +108,25 @@ export const WebSearchToolSchema = z.strictObject({
 
 export const ChatTool = z.discriminatedUnion('type', [FunctionToolSchema, WebSearchToolSchema]);
 
+/**
+ * OpenAI's own way to ask a search model to search (what its SDK and docs use): the same as a
+ * `web_search` tool, with its options.
+ */
+export const WebSearchOptionsSchema = z.strictObject({
+  search_context_size: z.enum(['low', 'medium', 'high']).optional(),
+  user_location: optionalOrNull(
+    z.strictObject({
+      type: z.literal('approximate'),
+      approximate: z.strictObject({
+        city: z.string().max(256).optional(),
+        country: z.string().regex(/^[A-Z]{2}$/, 'country must be a two-letter ISO 3166-1 code').optional(),
+        region: z.string().max(256).optional(),
+        timezone: z.string().max(64).optional(),
+      }),
+    }),
+  ),
+});
+
 export const ResponseFormatSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('text') }),
   z.strictObject({ type: z.literal('json_object') }),
@@ -141,6 +160,7 @@ export const ChatCompletionRequest = z.strictObject({
   stream_options: optionalOrNull(z.strictObject({ include_usage: z.boolean().optional(), include_obfuscation: z.boolean().optional() })),
   stop: optionalOrNull(z.union([z.string(), z.array(z.string()).max(MAX_STOP_SEQUENCES)])),
   tools: optionalOrNull(z.array(ChatTool).max(128)),
+  web_search_options: optionalOrNull(WebSearchOptionsSchema),
   tool_choice: optionalOrNull(
     z.union([z.enum(['auto', 'none', 'required']), z.strictObject({ type: z.literal('function'), function: z.strictObject({ name: z.string() }) })]),
   ),
@@ -263,6 +283,15 @@ export function checkChatRequest(request: ChatCompletionRequest, model: import('
         return { param: `tools.${index}`, message: `${model.provider} web search takes no domain lists or max_uses` };
       }
     }
+  }
+  const searchOptions = request.web_search_options;
+  if (searchOptions !== undefined) {
+    if (!model.capabilities.includes('web_search')) return { param: 'web_search_options', message: `${model.id} does not support web search` };
+    if ((request.tools ?? []).some((tool) => tool.type === 'web_search')) return { param: 'web_search_options', message: 'ask for web search once: a web_search tool or web_search_options, not both' };
+    if (searchOptions.search_context_size !== undefined && model.provider !== 'openai') {
+      return { param: 'web_search_options.search_context_size', message: `${model.provider} web search takes no search_context_size` };
+    }
+    if (searchOptions.user_location !== undefined && model.provider === 'google') return { param: 'web_search_options.user_location', message: 'google web search takes no user_location' };
   }
   const names = (request.tools ?? []).flatMap((tool) => (tool.type === 'function' ? [tool.function.name] : []));
   if (new Set(names).size !== names.length) return { param: 'tools', message: 'tool names must be unique' };

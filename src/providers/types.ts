@@ -115,6 +115,10 @@ export interface WebSearchTool {
   allowed_domains?: string[];
   blocked_domains?: string[];
   max_uses?: number;
+  /** OpenAI's search models only (how much of the pages goes into the answer). */
+  search_context_size?: 'low' | 'medium' | 'high';
+  /** Where the user is, for local results (OpenAI and Anthropic). */
+  user_location?: { city?: string; country?: string; region?: string; timezone?: string };
 }
 export type UnifiedTool = FunctionTool | WebSearchTool;
 

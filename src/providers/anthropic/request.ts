@@ -158,6 +158,7 @@ function toolBlock(tool: UnifiedTool): Record<string, unknown> {
       ...(tool.allowed_domains ? { allowed_domains: tool.allowed_domains } : {}),
       ...(tool.blocked_domains ? { blocked_domains: tool.blocked_domains } : {}),
       ...(tool.max_uses !== undefined ? { max_uses: tool.max_uses } : {}),
+      ...(tool.user_location ? { user_location: { type: 'approximate', ...tool.user_location } } : {}),
     };
   }
   return withCache({ name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), input_schema: objectSchema(tool.input_schema) }, tool);

@@ -24,7 +24,13 @@ export function toOpenAIRequest(request: UnifiedRequest, stream: boolean): Recor
     }));
   }
   // OpenAI's chat completions search is a request option of the search models, not a tool.
-  if ((request.tools ?? []).some((tool) => tool.type === 'web_search')) body.web_search_options = {};
+  const search = (request.tools ?? []).find((tool) => tool.type === 'web_search');
+  if (search) {
+    body.web_search_options = {
+      ...(search.search_context_size !== undefined ? { search_context_size: search.search_context_size } : {}),
+      ...(search.user_location ? { user_location: { type: 'approximate', approximate: search.user_location } } : {}),
+    };
+  }
   // OpenAI refuses both without `tools` (web search alone is an option, not a tool).
   if (request.tool_choice !== undefined && functions.length > 0) {
     body.tool_choice =

@@ -36,7 +36,13 @@ export function chatToUnified(request: ChatCompletionRequest, model: ModelRecord
     if (converted === 'system') system.push({ type: 'text', text: textOf(message.content as string) });
     else if (converted.content.length > 0) push(converted);
   }
-  const tools = request.tools?.map((tool) =>
+  const search = request.web_search_options;
+  const searchTool = search && {
+    type: 'web_search' as const,
+    ...(search.search_context_size !== undefined ? { search_context_size: search.search_context_size } : {}),
+    ...(search.user_location ? { user_location: search.user_location.approximate } : {}),
+  };
+  const listed = request.tools?.map((tool) =>
     tool.type === 'function'
       ? {
           type: 'function' as const,
@@ -47,6 +53,7 @@ export function chatToUnified(request: ChatCompletionRequest, model: ModelRecord
         }
       : { type: 'web_search' as const, allowed_domains: tool.allowed_domains, blocked_domains: tool.blocked_domains, max_uses: tool.max_uses },
   );
+  const tools = searchTool ? [...(listed ?? []), searchTool] : listed;
   const { thinking_config, ...otherOptions } = request.provider_options ?? {};
   const stop = request.stop == null ? undefined : typeof request.stop === 'string' ? [request.stop] : request.stop;
   return {

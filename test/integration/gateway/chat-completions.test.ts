@@ -226,6 +226,33 @@ describe('metering', () => {
     expect(final.choices[0]!.message.annotations).toEqual(expected(content));
   });
 
+  test("OpenAI's web_search_options (what its SDK sends) asks for search as the web_search tool does, its options forwarded where the provider has them", async () => {
+    const location = { type: 'approximate', approximate: { city: 'Lyon', country: 'FR', timezone: 'Europe/Paris' } };
+    const searched = await client.chat.completions.create({
+      model: 'openai/gpt-4o-mini-search-preview',
+      messages: [{ role: 'user', content: 'news [[web-search:1]]' }],
+      web_search_options: { search_context_size: 'low', user_location: location as never },
+    });
+    expect(searched.choices[0]!.message.annotations).toHaveLength(1);
+    expect((env.sim.requests.at(-1)!.body as Record<string, unknown>).web_search_options).toEqual({ search_context_size: 'low', user_location: location });
+
+    const claude = await post({ model: 'anthropic/claude-haiku-4-5', messages: [{ role: 'user', content: 'news [[web-search:1]]' }], web_search_options: { user_location: location } });
+    expect(claude.status).toBe(200);
+    const tools = (env.sim.requests.at(-1)!.body as { tools: Array<Record<string, unknown>> }).tools;
+    expect(tools).toEqual([expect.objectContaining({ name: 'web_search', user_location: { type: 'approximate', city: 'Lyon', country: 'FR', timezone: 'Europe/Paris' } })]);
+
+    for (const [body, param] of [
+      [{ model: 'anthropic/claude-haiku-4-5', web_search_options: { search_context_size: 'high' } }, 'web_search_options.search_context_size'],
+      [{ model: 'google/gemini-2.5-flash', web_search_options: { user_location: location } }, 'web_search_options.user_location'],
+      [{ model: 'openai/gpt-4o-mini', web_search_options: {} }, 'web_search_options'],
+      [{ model: 'openai/gpt-4o-search-preview', web_search_options: {}, tools: [{ type: 'web_search' }] }, 'web_search_options'],
+    ] as const) {
+      const refused = await post({ ...body, messages: [{ role: 'user', content: 'hi' }] });
+      expect(refused.status).toBe(400);
+      expect((await json(refused)).error.message).toMatch(new RegExp(`^${param.replace(/\./g, '\\.')}: `));
+    }
+  });
+
   test('an answer that searched nothing has no annotations', async () => {
     const message = (await json(await post({ model: 'google/gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'web_search' }] }))).choices[0].message;
     expect(message).not.toHaveProperty('annotations');
