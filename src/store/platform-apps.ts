@@ -140,11 +140,20 @@ export async function listDomainMappings(db: Queryable, envId: string): Promise<
   return rows.map(mappingOut);
 }
 /** Replaces the set: kept domains keep their state, new ones start pending, missing ones go. */
-export async function replaceDomainMappings(db: Queryable, envId: string, domains: string[], newToken: () => string): Promise<void> {
+/**
+ * Replaces the environment's domains (the caller passes a transaction). False when the
+ * environment is gone. Concurrent replaces (and markPrimaryDomain) of one environment queue on
+ * its row: each sees the set the previous one left, and two lists of the same domains in
+ * opposite orders cannot deadlock on each other's inserts.
+ */
+export async function replaceDomainMappings(db: Queryable, envId: string, domains: string[], newToken: () => string): Promise<boolean> {
+  const env = await db.query('SELECT 1 FROM platform_environments WHERE id = $1 FOR NO KEY UPDATE', [envId]);
+  if (env.rowCount !== 1) return false;
   await db.query('DELETE FROM platform_domain_mappings WHERE environment_id = $1 AND NOT (domain = ANY($2))', [envId, domains]);
   for (const domain of domains) {
     await db.query('INSERT INTO platform_domain_mappings (environment_id, domain, txt_record) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [envId, domain, newToken()]);
   }
+  return true;
 }
 export async function findDomainMapping(db: Queryable, envId: string, domain: string): Promise<PlatformDomainMapping | undefined> {
   const { rows } = await db.query('SELECT * FROM platform_domain_mappings WHERE environment_id = $1 AND domain = $2', [envId, domain]);

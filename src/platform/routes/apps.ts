@@ -179,7 +179,8 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
     if (ctx.params.collection !== 'domainMappings:replace') throw new PlatformError(404, 'Not Found');
     const env = await environment(ctx);
     const { domains } = parsePlatform(DomainReplaceSchema, await readJson(ctx, PLATFORM_JSON_LIMIT_BYTES), 'domain_mapping');
-    await withTransaction(db, (client) => store.replaceDomainMappings(client, env.id, domains, () => randomBytes(16).toString('hex')));
+    const replaced = await withTransaction(db, (client) => store.replaceDomainMappings(client, env.id, domains, () => randomBytes(16).toString('hex')));
+    if (!replaced) throw new PlatformError(404, 'Not Found', [{ resource: 'environment', type: 'value_unavailable', message: 'the environment was deleted' }]);
     ctx.body = { results: await store.listDomainMappings(db, env.id) };
   });
   // POST .../domainMappings/{domain}:markPrimary | :revalidate | :verifyTxtRecord

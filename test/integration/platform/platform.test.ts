@@ -399,6 +399,19 @@ describe('domain mappings: concurrent writes', () => {
     expect(await primaries(envId)).toHaveLength(1);
   });
 
+  test('concurrent replaces of the same domains in opposite orders: every call 200, never a deadlock', async () => {
+    const { envPath, envId } = await newEnvironment();
+    const mappings = `${envPath}/domainMappings`;
+    const domains = Array.from({ length: 20 }, (_, i) => `d${i}.example.com`);
+    for (let round = 0; round < 8; round++) {
+      await call('POST', `${mappings}:replace`, { domains: [] });
+      const answers = await Promise.all([domains, [...domains].reverse()].map((list) => call('POST', `${mappings}:replace`, { domains: list })));
+      expect(answers.map((r) => r.status)).toEqual([200, 200]);
+    }
+    const stored = (await db.query('SELECT domain FROM platform_domain_mappings WHERE environment_id = $1', [envId])).rows.map((r) => r.domain);
+    expect(stored.sort()).toEqual([...domains].sort());
+  });
+
   test('markPrimary for a domain a replace removes meanwhile: 404, and the old primary stays primary', async () => {
     const { envPath, envId } = await newEnvironment();
     const mappings = `${envPath}/domainMappings`;
