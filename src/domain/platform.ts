@@ -25,22 +25,35 @@ export const SiteListQuerySchema = z.strictObject({
 
 export const UuidSchema = uuid;
 
-const name = z.string().trim().min(1).max(255);
+// (`.meta`: what the OpenAPI document, built from these schemas, states beyond what the schema checks say.)
+const name = z.string().trim().min(1).max(255).meta({ pattern: '\\S' });
 const slug = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be lowercase letters, digits and dashes (1..63)');
-const variables = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'variable names are [A-Za-z_][A-Za-z0-9_]*'), z.string().max(32 * 1024)).refine((v) => Object.keys(v).length <= 100, 'at most 100 variables');
+const variables = z
+  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'variable names are [A-Za-z_][A-Za-z0-9_]*'), z.string().max(32 * 1024))
+  .refine((v) => Object.keys(v).length <= 100, 'at most 100 variables')
+  .meta({ maxProperties: 100 });
 
 // A repository is shown as a link in consoles: http(s) (or git's ssh form) only, never `javascript:`.
 const repository = z
   .url({ protocol: /^(https?|ssh|git)$/, error: 'must be an http(s), ssh or git URL' })
-  .max(2048);
+  .max(2048, 'must be at most 2048 characters')
+  .meta({ pattern: '^(https?|ssh|git):' });
 export const AppCreateSchema = z.strictObject({ name, repository: repository.optional() });
 export const EnvironmentCreateSchema = z.strictObject({ name: slug, branch: z.string().min(1).max(255).optional(), variables: variables.optional() });
 export const EnvironmentPatchSchema = z.strictObject({ branch: z.string().min(1).max(255).nullable().optional(), variables: variables.optional() });
+/** What an upload may declare itself as: a zip archive (the body is then checked to be one). */
+export const UPLOAD_MEDIA_TYPES = ['application/zip', 'application/x-zip-compressed', 'application/octet-stream'];
 export const DomainSchema = z
   .string()
   .max(253)
   .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/, 'must be a lowercase DNS name');
-export const DomainReplaceSchema = z.strictObject({ domains: z.array(DomainSchema).max(100).refine((d) => new Set(d).size === d.length, 'domains must be unique') });
+export const DomainReplaceSchema = z.strictObject({
+  domains: z
+    .array(DomainSchema)
+    .max(100)
+    .refine((d) => new Set(d).size === d.length, 'domains must be unique')
+    .meta({ uniqueItems: true }),
+});
 
 // ---- passwords: scrypt, parameters stored with the hash so they can be raised later.
 const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 64 };

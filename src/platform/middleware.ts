@@ -132,7 +132,8 @@ export async function readRaw(ctx: PlatformContext, limit: number, options: Read
 
 export async function readJson(ctx: PlatformContext, limit: number): Promise<unknown> {
   const raw = await readRaw(ctx, limit);
-  if (raw.length === 0) return {};
+  // Every operation that reads a JSON body requires one (the OpenAPI document says so).
+  if (raw.length === 0) throw new PlatformError(400, 'Bad Request', [{ resource: 'request', field: 'body', type: 'missing_value', message: 'a JSON body is required' }]);
   if (!ctx.is('application/json')) throw invalidValue('request', 'Content-Type', 'must be application/json');
   try {
     // Kept on the request, so an error the database raises later can name the field.

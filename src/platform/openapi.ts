@@ -2,6 +2,14 @@
  * OpenAPI 3.1 description of the platform API, served at GET /v1/openapi.json.
  * Kept next to the routes; the platform tests check every documented path is routed.
  */
+import { z } from 'zod';
+import { AppCreateSchema, DomainReplaceSchema, DomainSchema, EnvironmentCreateSchema, EnvironmentPatchSchema, UPLOAD_MEDIA_TYPES } from '../domain/platform';
+
+/** A request schema as JSON Schema, from the zod schema the route parses with (one source of the rules). */
+const fromZod = (schema: z.ZodType): Record<string, unknown> => {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'input' });
+  return rest;
+};
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: object, description = 'OK') => ({ description, content: { 'application/json': { schema } } });
 const list = (item: string) => json({ type: 'object', required: ['results'], properties: { results: { type: 'array', items: ref(item) } } });
@@ -14,11 +22,12 @@ const errors = {
   '404': error('Not found (a resource of another account included)'),
   '429': error('Too many requests (per user name and per client address)', 'RetryLater'),
   '503': error('Service unavailable (the database; for uploads, too many in progress)', 'RetryLater'),
+  '500': error('Internal error: unexpected; safe to retry once'),
 };
 /** What any operation with a request body can answer, from reading it. */
 const bodyErrors = {
   '413': error('Payload too large'),
-  '415': error('Unsupported media type: a compressed body (Content-Encoding)'),
+  '415': error('Unsupported media type: a compressed body (Content-Encoding), or an upload of another Content-Type'),
 };
 const conflict = (description: string) => ({ '409': error(`Conflict: ${description}`) });
 const uuidParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
@@ -33,7 +42,7 @@ const APPS = '/v1/accounts/{account}/apps';
 const ENV = `${APPS}/{app}/environments/{environment}`;
 const appParams = [uuidParam('account'), uuidParam('app')];
 const envParams = [...appParams, uuidParam('environment')];
-const domainParam = { name: 'domain', in: 'path', required: true, schema: { type: 'string' } };
+const domainParam = { name: 'domain', in: 'path', required: true, schema: fromZod(DomainSchema) };
 
 export const PLATFORM_OPENAPI = {
   openapi: '3.1.0',
@@ -65,7 +74,7 @@ export const PLATFORM_OPENAPI = {
     [`/fu${ENV}:upload`]: {
       post: op('Upload a zip archive and queue a build of it', { '201': json(ref('UploadResult'), 'Created'), '408': error('Request timeout: the archive arrived slower than 32 KiB a second') }, {
         parameters: envParams,
-        requestBody: { required: true, content: { 'application/zip': { schema: { type: 'string', format: 'binary' } } } },
+        requestBody: { required: true, content: Object.fromEntries(UPLOAD_MEDIA_TYPES.map((type) => [type, { schema: { type: 'string', format: 'binary' } }])) },
       }),
     },
     [`${APPS}/{app}/environments`]: {
@@ -83,7 +92,7 @@ export const PLATFORM_OPENAPI = {
     [`${ENV}/builds/{build}:cancel`]: { post: op('Cancel a queued or running build', { '200': json(ref('Build')), ...conflict('the build already finished') }, { parameters: [...envParams, uuidParam('build')] }) },
     [`${ENV}/domainMappings`]: { get: op('List domain mappings', { '200': list('DomainMapping') }, { parameters: envParams }) },
     [`${ENV}/domainMappings:replace`]: {
-      post: op('Replace the set of domains', { '200': list('DomainMapping') }, { parameters: envParams, requestBody: body({ type: 'object', required: ['domains'], additionalProperties: false, properties: { domains: { type: 'array', maxItems: 100, items: { type: 'string' } } } }) }),
+      post: op('Replace the set of domains', { '200': list('DomainMapping') }, { parameters: envParams, requestBody: body(fromZod(DomainReplaceSchema)) }),
     },
     [`${ENV}/domainMappings/{domain}:markPrimary`]: { post: op('Make the domain the primary one', { '200': json(ref('DomainMapping')) }, { parameters: [...envParams, domainParam] }) },
     [`${ENV}/domainMappings/{domain}:revalidate`]: { post: op('Check the domain again now', { '200': json(ref('DomainMapping')) }, { parameters: [...envParams, domainParam] }) },
@@ -126,7 +135,7 @@ export const PLATFORM_OPENAPI = {
       },
       Site: {
         type: 'object',
-        required: ['id', 'name', 'account'],
+        required: ['id', 'name', 'account', 'group_name', 'tags', 'created_at', 'sandbox', 'transferable', 'installs'],
         properties: {
           id: { type: 'string', format: 'uuid' },
           name: { type: 'string' },
@@ -141,6 +150,7 @@ export const PLATFORM_OPENAPI = {
       },
       Install: {
         type: 'object',
+        required: ['id', 'name', 'environment', 'cname', 'php_version', 'is_multisite'],
         properties: {
           id: { type: 'string', format: 'uuid' },
           name: { type: 'string' },
@@ -150,9 +160,10 @@ export const PLATFORM_OPENAPI = {
           is_multisite: { type: ['boolean', 'null'] },
         },
       },
-      AppCreate: { type: 'object', required: ['name'], additionalProperties: false, properties: { name: { type: 'string', maxLength: 255 }, repository: { type: 'string', format: 'uri' } } },
+      AppCreate: fromZod(AppCreateSchema),
       App: {
         type: 'object',
+        required: ['id', 'account', 'name', 'repository', 'created_at', 'updated_at'],
         properties: {
           id: { type: 'string', format: 'uuid' },
           account: { type: 'object', properties: { id: { type: 'string', format: 'uuid' } } },
@@ -162,15 +173,11 @@ export const PLATFORM_OPENAPI = {
           updated_at: { type: 'string', format: 'date-time' },
         },
       },
-      EnvironmentCreate: {
-        type: 'object',
-        required: ['name'],
-        additionalProperties: false,
-        properties: { name: { type: 'string', pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' }, branch: { type: 'string' }, variables: { type: 'object', additionalProperties: { type: 'string' } } },
-      },
-      EnvironmentPatch: { type: 'object', additionalProperties: false, properties: { branch: { type: ['string', 'null'] }, variables: { type: 'object', additionalProperties: { type: 'string' } } } },
+      EnvironmentCreate: fromZod(EnvironmentCreateSchema),
+      EnvironmentPatch: fromZod(EnvironmentPatchSchema),
       Environment: {
         type: 'object',
+        required: ['id', 'app', 'name', 'branch', 'variables', 'cache_cleared_at', 'created_at', 'updated_at'],
         properties: {
           id: { type: 'string', format: 'uuid' },
           app: { type: 'object', properties: { id: { type: 'string', format: 'uuid' } } },
@@ -184,6 +191,7 @@ export const PLATFORM_OPENAPI = {
       },
       Build: {
         type: 'object',
+        required: ['id', 'environment', 'upload_id', 'status', 'created_at', 'finished_at'],
         properties: {
           id: { type: 'string', format: 'uuid' },
           environment: { type: 'object', properties: { id: { type: 'string', format: 'uuid' } } },
@@ -195,6 +203,7 @@ export const PLATFORM_OPENAPI = {
       },
       UploadResult: {
         type: 'object',
+        required: ['upload', 'build'],
         properties: {
           upload: { type: 'object', properties: { id: { type: 'string', format: 'uuid' }, size_bytes: { type: 'integer' }, sha256: { type: 'string' } } },
           build: ref('Build'),
@@ -202,6 +211,7 @@ export const PLATFORM_OPENAPI = {
       },
       DomainMapping: {
         type: 'object',
+        required: ['domain', 'is_primary', 'verification_status', 'txt_record', 'checked_at', 'created_at'],
         properties: {
           domain: { type: 'string' },
           is_primary: { type: 'boolean' },

@@ -4,7 +4,7 @@ import { Resolver } from 'node:dns/promises';
 import type { Pool } from 'pg';
 import {
   AppCreateSchema, DomainReplaceSchema, DomainSchema, EnvironmentCreateSchema, EnvironmentPatchSchema,
-  PLATFORM_JSON_LIMIT_BYTES, PLATFORM_UPLOAD_LIMIT_BYTES, UuidSchema,
+  PLATFORM_JSON_LIMIT_BYTES, PLATFORM_UPLOAD_LIMIT_BYTES, UPLOAD_MEDIA_TYPES, UuidSchema,
 } from '../../domain/platform';
 import { withTransaction } from '../../store/db';
 import * as store from '../../store/platform-apps';
@@ -127,6 +127,9 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
   router.post(`/fu${ENV}`, async (ctx) => {
     const [envId] = split(ctx.params.environment!, ['upload']);
     const env = await environment(ctx, envId);
+    if (!ctx.is(UPLOAD_MEDIA_TYPES)) {
+      throw new PlatformError(415, 'Unsupported Media Type', [{ resource: 'upload', field: 'Content-Type', type: 'invalid_value', message: `must be one of ${UPLOAD_MEDIA_TYPES.join(', ')}` }], { Connection: 'close' });
+    }
     // Connection: close, so Node does not read the unread body just to discard it.
     const declared = Number(ctx.get('content-length')) || 0;
     if (held + Math.min(declared, PLATFORM_UPLOAD_LIMIT_BYTES) > PLATFORM_UPLOAD_MEMORY_BYTES) throw busy();

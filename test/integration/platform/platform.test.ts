@@ -8,6 +8,7 @@ import { createPool } from '../../../src/store/db';
 import { createLogger } from '../../../src/logger';
 import { createPlatformServer } from '../../../src/platform/app';
 import { PLATFORM_OPENAPI } from '../../../src/platform/openapi';
+import Ajv2020 from 'ajv/dist/2020';
 import { hashPassword } from '../../../src/domain/platform';
 import { grantPlatformAccount, insertPlatformAccount, insertPlatformInstall, insertPlatformSite, insertPlatformUser } from '../../../src/store/platform';
 import { testConfig, uniqueId } from '../../support/config';
@@ -588,6 +589,76 @@ describe('405 Method Not Allowed', () => {
 });
 
 describe('the OpenAPI document', () => {
+  /** Checks an answer against the schema the document declares for its operation and status. */
+  const conformance = () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    ajv.addSchema({ ...PLATFORM_OPENAPI, $id: 'openapi.json' });
+    const document = PLATFORM_OPENAPI as unknown as { paths: Record<string, Record<string, { responses: Record<string, any>; requestBody?: any }>>; components: { responses: Record<string, any> } };
+    const absolute = (schema: unknown) => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"openapi.json#/components/'));
+    return {
+      async check(template: string, method: string, response: Response) {
+        const declared = document.paths[template]![method]!.responses[String(response.status)];
+        expect({ template, method, status: response.status, declared: declared !== undefined }).toEqual({ template, method, status: response.status, declared: true });
+        const resolved = declared.$ref ? document.components.responses[declared.$ref.split('/').at(-1)] : declared;
+        const schema = resolved.content?.['application/json']?.schema;
+        if (!schema) return undefined;
+        const body = await json(response);
+        const validate = ajv.compile(absolute(schema));
+        expect({ template, method, valid: validate(body), errors: validate.errors ?? null }).toEqual({ template, method, valid: true, errors: null });
+        return body;
+      },
+      /** Whether the document's request schema accepts a body. */
+      accepts(template: string, method: string, body: unknown) {
+        const schema = document.paths[template]![method]!.requestBody.content['application/json'].schema;
+        return ajv.compile(absolute(schema))(body) as boolean;
+      },
+    };
+  };
+
+  test('answers match the schemas it declares, success and errors, and its request schemas refuse what the server refuses', async () => {
+    const { check, accepts } = conformance();
+    const APPS = '/v1/accounts/{account}/apps';
+    const ENV = `${APPS}/{app}/environments/{environment}`;
+    const apps = `/v1/accounts/${accountId}/apps`;
+    const app = await check(APPS, 'post', await call('POST', apps, { name: uniqueId('conform-'), repository: 'https://git.example.com/a.git' }));
+    await check(APPS, 'get', await call('GET', apps));
+    await check(`${APPS}/{app}`, 'get', await call('GET', `${apps}/${app.id}`));
+    const env = await check(`${APPS}/{app}/environments`, 'post', await call('POST', `${apps}/${app.id}/environments`, { name: 'staging', variables: { A: '1' } }));
+    const envPath = `${apps}/${app.id}/environments/${env.id}`;
+    await check(ENV, 'patch', await call('PATCH', envPath, { branch: 'main' }));
+    await check(`${ENV}:clearCache`, 'post', await call('POST', `${envPath}:clearCache`));
+    const zip = new Uint8Array(Buffer.concat([Buffer.from('504b0506', 'hex'), Buffer.alloc(18)]));
+    const uploaded = await check(`/fu${ENV}:upload`, 'post', await call('POST', `/fu${envPath}:upload`, zip, { 'content-type': 'application/zip' }));
+    await check(`/fu${ENV}:upload`, 'post', await call('POST', `/fu${envPath}:upload`, zip, { 'content-type': 'text/plain' }));
+    await check(`${ENV}/builds`, 'get', await call('GET', `${envPath}/builds`));
+    await check(`${ENV}/builds/{build}`, 'get', await call('GET', `${envPath}/builds/${uploaded.build.id}`));
+    await check(`${ENV}/builds/{build}:cancel`, 'post', await call('POST', `${envPath}/builds/${uploaded.build.id}:cancel`));
+    await check(`${ENV}/domainMappings:replace`, 'post', await call('POST', `${envPath}/domainMappings:replace`, { domains: ['www.example.com'] }));
+    await check(`${ENV}/domainMappings/{domain}:markPrimary`, 'post', await call('POST', `${envPath}/domainMappings/www.example.com:markPrimary`));
+    await check(`${ENV}/domainMappings`, 'get', await call('GET', `${envPath}/domainMappings`));
+    await check('/v1/sites', 'get', await call('GET', `/v1/sites?account_id=${accountId}`));
+    // Errors, in the declared shape too.
+    await check(`${APPS}/{app}`, 'get', await call('GET', `${apps}/00000000-0000-4000-8000-000000000000`));
+    await check(ENV, 'patch', await call('PATCH', envPath));
+
+    // What the server refuses, the document's schemas refuse.
+    const refused: Array<[string, string, string, unknown]> = [
+      [APPS, 'post', apps, { name: '   ' }],
+      [APPS, 'post', apps, { name: 'x', repository: 'ftp://example.com/a' }],
+      [APPS, 'post', apps, { name: 'x', repository: `https://example.com/${'a'.repeat(2040)}` }],
+      [`${APPS}/{app}/environments`, 'post', `${apps}/${app.id}/environments`, { name: 'dev', branch: '' }],
+      [`${APPS}/{app}/environments`, 'post', `${apps}/${app.id}/environments`, { name: 'dev', variables: { 'my-var': 'x' } }],
+      [`${APPS}/{app}/environments`, 'post', `${apps}/${app.id}/environments`, { name: 'dev', variables: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`V${i}`, 'x'])) }],
+      [ENV, 'patch', envPath, { variables: { A: 'x'.repeat(32 * 1024 + 1) } }],
+      [`${ENV}/domainMappings:replace`, 'post', `${envPath}/domainMappings:replace`, { domains: ['WWW.Example.com'] }],
+      [`${ENV}/domainMappings:replace`, 'post', `${envPath}/domainMappings:replace`, { domains: ['a.example.com', 'a.example.com'] }],
+    ];
+    for (const [template, method, path, body] of refused) {
+      const response = await call(method.toUpperCase(), path, body);
+      expect({ body, status: response.status, documentAccepts: accepts(template, method, body) }).toEqual({ body, status: 400, documentAccepts: false });
+    }
+  });
+
   test('declares the errors each operation can answer', () => {
     for (const [template, operations] of Object.entries(PLATFORM_OPENAPI.paths)) {
       for (const [method, operation] of Object.entries(operations) as Array<[string, { responses: Record<string, unknown>; requestBody?: unknown }]>) {
