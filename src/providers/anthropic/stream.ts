@@ -51,6 +51,11 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
   let textLength = 0; // of the answer's text so far
   let stopped = false;
   let finalUsage = false; // the closing message_delta brought the final count
+  // Web searches the stream showed (a `server_tool_use` block of `web_search` each): the fee of a
+  // search the client saw the results of is owed even when the stream breaks before its count.
+  let searchesSeen = 0;
+  const withSearchesSeen = (counted: Usage): Usage =>
+    searchesSeen > (counted.web_search_requests ?? 0) ? { ...counted, web_search_requests: searchesSeen } : counted;
   try {
     for await (const sse of decodeSse(chunks)) {
       const parsed = EventSchema.safeParse(safeJson(sse.data));
@@ -78,6 +83,9 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
               textLength += block.text.length;
               yield { type: 'text-delta', delta: block.text };
             }
+          } else if (block.type === 'server_tool_use' && block.name === 'web_search') {
+            searchesSeen++;
+            blocks.set(index, { kind: 'raw', block: { ...block }, json: '' });
           } else if (block.type === 'thinking') {
             blocks.set(index, { kind: 'plain' });
           } else {
@@ -160,10 +168,10 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
       if (stopped) break;
     }
     if (!stopped) throw new UpstreamConnectionError('the anthropic stream ended before message_stop', { provider, model, retryable: true });
-    yield { type: 'finish', finish_reason: finish ?? mapAnthropicStopReason(null), stop_sequence: stopSequence, usage };
+    yield { type: 'finish', finish_reason: finish ?? mapAnthropicStopReason(null), stop_sequence: stopSequence, usage: withSearchesSeen(usage) };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: partialUsage(usage, request, producedChars, finalUsage) };
+    yield { type: 'error', error: failure, usage: withSearchesSeen(partialUsage(usage, request, producedChars, finalUsage)) };
   }
 }
 

@@ -8,8 +8,13 @@ export function chatUsage(usage: Usage) {
     prompt_tokens: prompt,
     completion_tokens: usage.output_tokens,
     total_tokens: prompt + usage.output_tokens,
-    // Cache writes are part of prompt_tokens but priced apart (Anthropic): named, so a client can reconcile the charge.
-    prompt_tokens_details: { cached_tokens: usage.cache_read_input_tokens, ...(usage.cache_creation_input_tokens > 0 ? { cache_creation_tokens: usage.cache_creation_input_tokens } : {}) },
+    // Cache writes are part of prompt_tokens but priced apart (Anthropic): named, so a client can reconcile the charge;
+    // those of them written to the 1-hour cache (priced higher again) are named too.
+    prompt_tokens_details: {
+      cached_tokens: usage.cache_read_input_tokens,
+      ...(usage.cache_creation_input_tokens > 0 ? { cache_creation_tokens: usage.cache_creation_input_tokens } : {}),
+      ...((usage.cache_creation_1h_input_tokens ?? 0) > 0 ? { cache_creation_1h_tokens: usage.cache_creation_1h_input_tokens } : {}),
+    },
     completion_tokens_details: { reasoning_tokens: usage.reasoning_tokens },
   };
 }

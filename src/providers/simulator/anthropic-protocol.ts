@@ -51,6 +51,19 @@ const citations = (plan: Plan) =>
     encrypted_index: `sim-${plan.id}-${i + 1}`,
   }));
 
+/**
+ * The blocks of each search, as Anthropic streams and returns them between the lead-in and the
+ * cited text: the model's `server_tool_use` call of `web_search`, then its `web_search_tool_result`.
+ */
+const searchBlocks = (plan: Plan) =>
+  searchResults(plan).flatMap(({ url, title }, i) => {
+    const id = `srvtoolu_${plan.id}_${i + 1}`;
+    return [
+      { type: 'server_tool_use', id, name: 'web_search', input: { query: `${plan.words.slice(0, 3).join(' ')} ${i + 1}` } },
+      { type: 'web_search_tool_result', tool_use_id: id, content: [{ type: 'web_search_result', url, title, encrypted_content: `sim-${plan.id}-${i + 1}`, page_age: null }] },
+    ];
+  });
+
 const stopReason = (plan: Plan) =>
   ({ stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', stop_sequence: 'stop_sequence', context_window: 'model_context_window_exceeded' })[plan.finish];
 const signature = (plan: Plan) => `sim-sig-${plan.id}`;
@@ -117,7 +130,9 @@ export const anthropicProtocol: SimProtocol = {
     const content: Record<string, unknown>[] = [];
     if (plan.reasoning.length > 0) content.push({ type: 'thinking', thinking: plan.reasoning.join(' '), signature: signature(plan) });
     // A searched answer comes as Anthropic frames one: an uncited lead-in block, then the cited text.
-    if (plan.words.length > 0 && plan.webSearches > 0) content.push({ type: 'text', text: SEARCH_LEAD_IN }, { type: 'text', text: plan.words.join(' '), citations: citations(plan) });
+    if (plan.words.length > 0 && plan.webSearches > 0) {
+      content.push({ type: 'text', text: SEARCH_LEAD_IN }, ...searchBlocks(plan), { type: 'text', text: plan.words.join(' '), citations: citations(plan) });
+    }
     else if (plan.words.length > 0) content.push({ type: 'text', text: plan.words.join(' ') });
     for (const call of plan.toolCalls) content.push({ type: 'tool_use', id: call.id.replace(/^call_/, 'toolu_'), name: call.name, input: call.input });
     return {
@@ -153,6 +168,16 @@ export const anthropicProtocol: SimProtocol = {
       events.push(ev('content_block_delta', { index, delta: { type: 'text_delta', text: SEARCH_LEAD_IN } }));
       events.push(ev('content_block_stop', { index }));
       index++;
+      for (const block of searchBlocks(plan)) {
+        if (block.type === 'server_tool_use') {
+          events.push(ev('content_block_start', { index, content_block: { ...block, input: {} } }));
+          events.push(ev('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } }));
+        } else {
+          events.push(ev('content_block_start', { index, content_block: block }));
+        }
+        events.push(ev('content_block_stop', { index }));
+        index++;
+      }
     }
     if (plan.words.length > 0) {
       events.push(ev('content_block_start', { index, content_block: { type: 'text', text: '', ...(plan.webSearches > 0 ? { citations: [] } : {}) } }));

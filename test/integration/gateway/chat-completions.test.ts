@@ -265,7 +265,7 @@ describe('metering', () => {
       const text = await response.text();
       // The response names the cache writes (inside prompt_tokens), so the client can price them.
       const usage = stream ? JSON.parse(text.split('\n').filter((l) => l.startsWith('data: {')).at(-1)!.slice(6)).usage : JSON.parse(text).usage;
-      expect(usage.prompt_tokens_details).toEqual({ cached_tokens: 0, cache_creation_tokens: 80 });
+      expect(usage.prompt_tokens_details).toEqual({ cached_tokens: 0, cache_creation_tokens: 80, cache_creation_1h_tokens: 50 });
       const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
       expect(row.cache_creation_input_tokens).toBe('80');
       expect(Number(row.credits_nano)).toBe(Number(row.input_tokens) * 300_000 + Number(row.output_tokens) * 1_500_000 + 30 * 375_000 + 50 * 600_000);

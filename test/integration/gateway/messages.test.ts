@@ -94,9 +94,12 @@ describe('the official anthropic client against the gateway', () => {
     const plain = await client.messages.create(request);
     const streamed = await client.messages.stream(request).finalMessage();
     for (const message of [plain, streamed]) {
-      // Blocks as Anthropic framed them: an uncited lead-in, then the cited text (a stream must not merge them).
-      expect(message.content.map((block) => [block.type, (block as Anthropic.TextBlock).citations?.length ?? 0])).toEqual([['text', 0], ['text', 2]]);
-      const text = message.content[1] as Anthropic.TextBlock;
+      // Blocks as Anthropic framed them: an uncited lead-in, each search (its call and its results), then the
+      // cited text (a stream must not merge them).
+      expect(message.content.map((block) => block.type)).toEqual(['text', 'server_tool_use', 'web_search_tool_result', 'server_tool_use', 'web_search_tool_result', 'text']);
+      expect(message.content[1]).toMatchObject({ type: 'server_tool_use', name: 'web_search', input: { query: expect.any(String) } });
+      expect(message.content[0]).not.toHaveProperty('citations');
+      const text = message.content[5] as Anthropic.TextBlock;
       expect(text.citations).toHaveLength(2);
       expect(text.citations![0]).toMatchObject({ type: 'web_search_result_location', url: 'https://example.com/result-1', title: 'Result 1' });
       expect(message.usage.server_tool_use).toEqual({ web_search_requests: 2 });
@@ -104,6 +107,24 @@ describe('the official anthropic client against the gateway', () => {
     // The model searches at most as often as the tool allows; the count billed follows.
     const capped = await client.messages.create({ ...request, tools: [{ ...request.tools[0]!, max_uses: 1 }] });
     expect(capped.usage.server_tool_use).toEqual({ web_search_requests: 1 });
+  });
+
+  test('a stream that breaks after its searches ran is billed their fee (counted from the server_tool_use blocks it showed)', async () => {
+    const request = {
+      model: 'claude-haiku-4-5',
+      max_tokens: 200,
+      stream: true,
+      tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+      // message_start, ping, the lead-in (3 events) and both searches (10 events): cut before the cited text and the count.
+      messages: [{ role: 'user', content: 'what is new [[web-search:2]] [[tokens:30]] [[cut:15]]' }],
+    };
+    const response = await post(request);
+    const text = await response.text();
+    expect(text.match(/"type":"server_tool_use"/g)).toHaveLength(2);
+    expect(text).not.toContain('message_delta');
+    const row = await usageRowFor(env.api, response.headers.get('x-request-id')!);
+    const searchFee = 2n * 1_000_000_000n; // 10 USD per 1,000 searches, at 1 credit = 0.01 USD
+    expect(BigInt(row.credits_nano)).toBeGreaterThan(searchFee);
   });
 
   test('cache writes are reported by lifetime (usage.cache_creation), plain and streamed', async () => {
