@@ -1,7 +1,5 @@
-import { startApi, type TestApi } from '../../support/harness';
-import { startTestSimulator, type Simulator } from '../../support/simulator';
-import { createTenant, json, type Tenant } from '../../support/factories';
-import { startTestWorker, waitForEvent } from '../../support/runtime';
+import { json } from '../../support/factories';
+import { useRuntimeEnv, waitForEvent } from '../../support/runtime';
 import { startOwnTemporal } from '../../support/own-temporal';
 
 /**
@@ -12,36 +10,27 @@ import { startOwnTemporal } from '../../support/own-temporal';
  */
 const SUGGEST_AFTER_EVENTS = 40;
 let temporal: Awaited<ReturnType<typeof startOwnTemporal>>;
-let simulator: Simulator;
-let api: TestApi;
-let worker: Awaited<ReturnType<typeof startTestWorker>>;
-let tenant: Tenant;
-
+const apiEnv: Record<string, string> = {};
 beforeAll(async () => {
   temporal = await startOwnTemporal({ 'limit.historyCount.suggestContinueAsNew': SUGGEST_AFTER_EVENTS });
-  simulator = await startTestSimulator();
-  api = await startApi({ SIMULATOR_URL: simulator.url, TEMPORAL_ADDRESS: temporal.address });
-  worker = await startTestWorker(api.deps);
-  tenant = await createTenant(api.deps.db, { credits: 100n });
+  apiEnv.TEMPORAL_ADDRESS = temporal.address; // read by the runtime env's own beforeAll, which runs next
 });
+const env = useRuntimeEnv(apiEnv);
 afterAll(async () => {
-  await worker?.stop();
-  await api?.close();
-  await simulator?.close();
-  await temporal?.stop();
+  await temporal?.stop(); // after the runtime env's worker and api have stopped
 });
 
 const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${api.url}${path}`, {
+  const response = await fetch(`${env.api.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: response.status, body: await json(response) };
 };
 
 test('a session whose queue never empties continues as new at a run end, the renamed title in the memo, and every message runs once, in order', async () => {
-  const agent = await call('POST', '/v1/agents', { project_id: tenant.projectId, name: 'queue agent', model: 'openai/gpt-4o-mini' });
+  const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'queue agent', model: 'openai/gpt-4o-mini' });
   const session = await call('POST', '/v1/sessions', { agent: agent.body.id, title: 'first title' });
   const sessionId = session.body.id as string;
   expect((await call('PATCH', `/v1/sessions/${sessionId}`, { title: 'renamed title' })).status).toBe(200);
@@ -52,7 +41,7 @@ test('a session whose queue never empties continues as new at a run end, the ren
     const sent = await call('POST', `/v1/sessions/${sessionId}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: `message ${i} [[delay:150]]` }] }] });
     expect(sent.status).toBe(200);
   }
-  const { events } = await waitForEvent(api.deps, sessionId, 'closing', MESSAGES, 60_000);
+  const { events } = await waitForEvent(env.api.deps, sessionId, 'closing', MESSAGES, 60_000);
 
   // Every message answered once, in the order sent.
   const replies = events.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text);
@@ -62,7 +51,7 @@ test('a session whose queue never empties continues as new at a run end, the ren
 
   // The queue never emptied, yet the workflow continued as new: no execution's history went
   // far past the suggestion (a one-turn run's events, about 20, past it at most).
-  const client = await api.deps.temporal.get();
+  const client = await env.api.deps.temporal.get();
   const executions = [];
   for await (const execution of client.workflow.list({ query: `WorkflowId = 'session/${sessionId}'` })) executions.push(execution);
   expect(executions.length).toBeGreaterThan(1);
