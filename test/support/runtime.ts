@@ -7,7 +7,7 @@ import { newId } from '../../src/store/ids';
 import { signalSession } from '../../src/temporal/session-signals';
 import { startApi, type TestApi } from './harness';
 import { startTestSimulator, type Simulator } from './simulator';
-import { createTenant, type Tenant } from './factories';
+import { createTenant, json, type Tenant } from './factories';
 
 let runtimeInstalled = false;
 
@@ -91,6 +91,18 @@ export async function waitForEvent(deps: Deps, sessionId: string, type: string, 
 }
 
 export const text = (value: string) => [{ type: 'text', text: value }];
+
+/** Calls the runtime env's api over HTTP with its tenant's key: the status and the parsed body. */
+export function apiCaller(env: RuntimeEnv) {
+  return async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${env.api.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: await json(response) };
+  };
+}
 
 export interface RuntimeEnv {
   api: TestApi;

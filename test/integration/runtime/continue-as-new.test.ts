@@ -1,5 +1,4 @@
-import { json } from '../../support/factories';
-import { useRuntimeEnv, waitForEvent } from '../../support/runtime';
+import { apiCaller, useRuntimeEnv, waitForEvent } from '../../support/runtime';
 import { startOwnTemporal } from '../../support/own-temporal';
 
 /**
@@ -20,14 +19,7 @@ afterAll(async () => {
   await temporal?.stop(); // after the runtime env's worker and api have stopped
 });
 
-const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${env.api.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: await json(response) };
-};
+const call = apiCaller(env);
 
 test('a session whose queue never empties continues as new at a run end, the renamed title in the memo, and every message runs once, in order', async () => {
   const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'queue agent', model: 'openai/gpt-4o-mini' });

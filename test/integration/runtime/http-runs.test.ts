@@ -1,5 +1,4 @@
-import { json } from '../../support/factories';
-import { useRuntimeEnv } from '../../support/runtime';
+import { apiCaller, useRuntimeEnv } from '../../support/runtime';
 import { reconcileDeletedSessions } from '../../../src/temporal/reconciler';
 
 /**
@@ -8,14 +7,7 @@ import { reconcileDeletedSessions } from '../../../src/temporal/reconciler';
  */
 const env = useRuntimeEnv();
 
-const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${env.api.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: await json(response) };
-};
+const call = apiCaller(env);
 
 async function newSession(tools: unknown[] = []) {
   const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'http agent', model: 'anthropic/claude-haiku-4-5', tools });
