@@ -120,7 +120,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   // The memo's title, carried into the next execution: continue-as-new would otherwise start it
   // with the memo the workflow was started with, before any rename.
   let title = workflowInfo().memo?.title;
-  // Set when a run ended without claiming the next because Temporal suggested continuing as new.
+  // Set when a run ended with continue-as-new suggested: the next execution takes over from there,
+  // with the run the close claimed (see CONTINUE_AT_RUN_END_PATCH).
   let continueAfterRun = false;
 
   setHandler(eventsAppendedSignal, () => {
@@ -130,7 +131,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     title = renamed;
     upsertMemo({ title });
   });
-  const continueAsNew = () => makeContinueAsNewFunc<typeof sessionWorkflow>(title === undefined ? {} : { memo: { title } })(input);
+  const continueAsNew = (next: SessionWorkflowInput = { sessionId }) => makeContinueAsNewFunc<typeof sessionWorkflow>(title === undefined ? {} : { memo: { title } })(next);
   setHandler(interruptSignal, (runId) => {
     if (runId && runId !== currentRunId) {
       interruptedRunId = runId;
@@ -245,10 +246,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
       const close = (outcome: { stopReason: StopReason } | { errorCode: RunErrorCode }, extra: { toolCalls?: Array<{ id: string; name: string }>; cycleKey?: string } = {}) => {
         // A run's end also claims the next run in the same activity, unless the workflow is
         // being cancelled (which starts nothing new); so does a pause that ends its run.
-        // At a run's end with continue-as-new suggested, nothing is claimed: the next execution
-        // claims what the log holds (it starts as if signalled).
         continueAfterRun = !extra.toolCalls && workflowInfo().continueAsNewSuggested && patched(CONTINUE_AT_RUN_END_PATCH);
-        const claims = (!extra.toolCalls || patched(PAUSE_ENDS_ON_INTERRUPT_PATCH)) && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled && !continueAfterRun;
+        const claims = (!extra.toolCalls || patched(PAUSE_ENDS_ON_INTERRUPT_PATCH)) && patched(CLAIM_ON_CLOSE_PATCH) && !CancellationScope.current().consideredCancelled;
         const claimCycleKey = claims ? uuid4() : undefined;
         return bookkeeping.finishRunCycle({
           sessionId,
@@ -326,13 +325,17 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
   // The first claim of an execution that did not continue from another: a run the log shows in
   // flight was left by an execution that is gone (terminated), and is closed by that claim.
   let freshExecution = !workflowInfo().continuedFromExecutionRunId;
+  let carried: RunCycle | undefined = input.claimed;
   try {
     for (;;) {
       await condition(() => signalled || workflowInfo().continueAsNewSuggested);
       if (signalled) {
         signalled = false;
         // `holding: null`: between runs; a run another execution started is that ended execution's.
-        let cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, execution, ...(freshExecution ? { freshExecution } : {}) });
+        // A run the previous execution's last close claimed is this execution's to run (claimed
+        // anew, the log would show it started by an execution that no longer holds it).
+        let cycle: RunCycle = carried ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, execution, ...(freshExecution ? { freshExecution } : {}) }));
+        carried = undefined;
         freshExecution = false;
         while (cycle.kind === 'start') {
           const claimed = await executeRun(cycle);
@@ -343,8 +346,11 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           // executeRun, whose first activity fails at once and closes it as run_interrupted.
           if (CancellationScope.current().consideredCancelled && claimed?.kind !== 'start') throw new CancelledFailure('session workflow cancelled');
           if (continueAfterRun) {
+            // Temporal suggests a fresh history: continue at this run boundary, even with messages
+            // queued, handing over the run the close claimed (and an interrupt already sent for it).
             await condition(allHandlersFinished);
-            await continueAsNew();
+            const handover = claimed?.kind === 'start' ? { ...claimed, ...(interruptedRunId === claimed.runId ? { interrupted: true as const } : {}) } : undefined;
+            await continueAsNew({ sessionId, ...(handover ? { claimed: handover } : {}) });
           }
           // A message that arrived during the run starts the next one at once.
           cycle = claimed ?? (await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: null, execution }));

@@ -29,9 +29,15 @@ export function chatModelFor(id: string, purpose: string, capability?: Capabilit
 export function mediaModelFor(id: string, capability: MediaCapability): MediaModelRecord {
   const model = findMediaModel(id, capability);
   if (model) return model;
-  if (findModel(id) || isMediaModelId(id)) {
-    const accepted = listMediaModels(capability).map((m) => m.id);
-    throw badRequest(`model: ${id} does not support ${capability.replace('_', ' ')}; use one of ${accepted.join(', ')}`, 'model');
+  const accepted = () => listMediaModels(capability).map((m) => m.id);
+  // As for chat models: a bare name is malformed (400), naming the model it would be.
+  if (!id.includes('/')) {
+    const named = accepted().filter((candidate) => candidate.endsWith(`/${id}`));
+    throw badRequest(`model: must be <provider>/<model-name>${named.length === 1 ? ` (did you mean ${named[0]}?)` : ''}; accepted here: ${accepted().join(', ')}`, 'model');
   }
-  throw modelNotFound(id);
+  if (findModel(id) || isMediaModelId(id)) {
+    throw badRequest(`model: ${id} does not support ${capability.replace('_', ' ')}; use one of ${accepted().join(', ')}`, 'model');
+  }
+  // GET /v1/models lists chat models only: the media models are named here.
+  throw new ApiError(404, 'not_found_error', `model '${id}' not found; accepted here: ${accepted().join(', ')}`);
 }

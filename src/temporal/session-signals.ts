@@ -1,5 +1,6 @@
 import { WorkflowNotFoundError, type Connection } from '@temporalio/client';
 import type { Deps } from '../deps';
+import type { RunCycle } from '../../activities/run-cycle';
 import { SEARCH_ATTRIBUTES, SIGNAL_EVENTS_APPENDED, SIGNAL_INTERRUPT, SIGNAL_TITLE_CHANGED, sessionWorkflowId } from './names';
 
 export interface SessionRef {
@@ -11,6 +12,11 @@ export interface SessionRef {
 
 export interface SessionWorkflowInput {
   sessionId: string;
+  /**
+   * Set by a workflow that continued as new at a run's end: the next run, which its close had
+   * already claimed, for the new execution to run first.
+   */
+  claimed?: Extract<RunCycle, { runId: string }>;
 }
 
 const TITLE_SIGNAL_DEADLINE_MS = 2000;

@@ -1,5 +1,6 @@
 import { apiCaller, useRuntimeEnv, waitForEvent } from '../../support/runtime';
 import { startOwnTemporal } from '../../support/own-temporal';
+import type { temporal as proto } from '@temporalio/proto';
 
 /**
  * Continue-as-new, on a Temporal dev server of this test's own that suggests it after 40
@@ -21,33 +22,44 @@ afterAll(async () => {
 
 const call = apiCaller(env);
 
-test('a session whose queue never empties continues as new at a run end, the renamed title in the memo, and every message runs once, in order', async () => {
+test('a session whose queue never empties continues as new at run ends, handing over the claimed run; the renamed title stays in the memo; every message runs once, in order', async () => {
   const agent = await call('POST', '/v1/agents', { project_id: env.tenant.projectId, name: 'queue agent', model: 'openai/gpt-4o-mini' });
   const session = await call('POST', '/v1/sessions', { agent: agent.body.id, title: 'first title' });
   const sessionId = session.body.id as string;
   expect((await call('PATCH', `/v1/sessions/${sessionId}`, { title: 'renamed title' })).status).toBe(200);
 
-  // Each run waits 150 ms upstream; all twelve messages are in the log before the second run starts.
+  // The first run waits 2 s upstream: every later message is queued behind it before it ends.
   const MESSAGES = 12;
   for (let i = 1; i <= MESSAGES; i++) {
-    const sent = await call('POST', `/v1/sessions/${sessionId}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: `message ${i} [[delay:150]]` }] }] });
+    const delay = i === 1 ? 2000 : 50;
+    const sent = await call('POST', `/v1/sessions/${sessionId}/events`, { events: [{ type: 'user.message', content: [{ type: 'text', text: `message ${i} [[delay:${delay}]]` }] }] });
     expect(sent.status).toBe(200);
   }
   const { events } = await waitForEvent(env.api.deps, sessionId, 'closing', MESSAGES, 60_000);
 
-  // Every message answered once, in the order sent.
+  // Every message answered once, in the order sent, and no run was taken for an orphan.
   const replies = events.filter((e) => e.type === 'agent.message').map((e) => e.content[0].text);
   expect(replies).toEqual(Array.from({ length: MESSAGES }, (_, i) => `You said: message ${i + 1}`));
-  expect(events.filter((e) => e.type === 'session.status_idle').every((e) => e.stop_reason === 'end_turn')).toBe(true);
+  expect(events.filter((e) => e.type === 'session.status_idle').map((e) => e.stop_reason)).toEqual(Array(MESSAGES).fill('end_turn'));
   expect(events.filter((e) => e.type === 'session.status_running')).toHaveLength(MESSAGES);
 
-  // The queue never emptied, yet the workflow continued as new: no execution's history went
-  // far past the suggestion (a one-turn run's events, about 20, past it at most).
+  // The execution chain, newest first, read from the histories themselves (each names the one it continued).
   const client = await env.api.deps.temporal.get();
-  const executions = [];
-  for await (const execution of client.workflow.list({ query: `WorkflowId = 'session/${sessionId}'` })) executions.push(execution);
-  expect(executions.length).toBeGreaterThan(1);
-  for (const execution of executions) expect(execution.historyLength).toBeLessThan(SUGGEST_AFTER_EVENTS + 25);
-  const latest = executions.find((execution) => execution.status.name === 'RUNNING')!;
-  expect(latest.memo).toEqual({ title: 'renamed title' });
+  const workflowId = `session/${sessionId}`;
+  const current = await client.workflow.getHandle(workflowId).describe();
+  expect(current.memo).toEqual({ title: 'renamed title' });
+  const chain: Array<{ length: number; handover?: string }> = [];
+  for (let runId: string | undefined = current.runId; runId; ) {
+    const history: proto.api.history.v1.IHistoryEvent[] = (await client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [];
+    const started: proto.api.history.v1.IWorkflowExecutionStartedEventAttributes = history[0]!.workflowExecutionStartedEventAttributes!;
+    const handedOver = started.input?.payloads?.[0]?.data ? JSON.parse(Buffer.from(started.input.payloads[0].data).toString()).claimed?.runId : undefined;
+    chain.push({ length: history.length, ...(handedOver ? { handover: handedOver } : {}) });
+    runId = started.continuedExecutionRunId || undefined;
+  }
+  // The queue never emptied while the runs went on, yet the workflow continued as new at run ends,
+  // each time handing the run its last close had claimed to the next execution; no execution's
+  // history went far past the suggestion (a one-turn run's events, about 20, past it at most).
+  expect(chain.length).toBeGreaterThan(1);
+  expect(chain.filter((execution) => execution.handover).length).toBeGreaterThan(0);
+  for (const execution of chain) expect(execution.length).toBeLessThan(SUGGEST_AFTER_EVENTS + 25);
 }, 90_000);
