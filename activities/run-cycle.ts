@@ -344,6 +344,10 @@ export function createRunCycleActivities(deps: Deps) {
       if (rowCount && !input.errorCode) stopReason = 'user_cancelled';
       if (rowCount && toolCalls) endRun = true;
     }
+    // A delete interrupts the run in flight (docs): one that ends after the delete committed
+    // (its model answered before the cancellation reached the call) ends user_cancelled, as an
+    // interrupt's run does; what it produced stays in the log and is billed.
+    if (session.deleted_at && endRun && !input.errorCode) stopReason = 'user_cancelled';
     // A run that ends while paused (an interrupt, abandonment, an operator's cancel, an orphaned
     // run's close) answers its outstanding client calls as cancelled, just before its closing event: the next run's
     // conversation must hold a result for every tool call before the messages that follow, and

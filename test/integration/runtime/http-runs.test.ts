@@ -95,6 +95,27 @@ test('deleting a session while its run is in flight: the run is interrupted, and
   expect(await workflowEnds(sessionId)).toBe('COMPLETED');
 });
 
+test('a run whose model answers before the delete\'s cancellation reaches it still ends user_cancelled, its turn kept and billed', async () => {
+  const sessionId = await newSession();
+  // The model answers in 400 ms; the call learns of a cancellation at its heartbeat, once a second.
+  const marker = `quick-${sessionId}`;
+  await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: `[[delay:400]] ${marker}` }] }]);
+  const events = async () => (await env.api.deps.db.query(`SELECT type, attributes FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId])).rows;
+  // Deleted once the model call is under way (the provider has the request).
+  for (const deadline = Date.now() + 10_000; !env.simulator.requests.some((r) => JSON.stringify(r.body).includes(marker)); ) {
+    if (Date.now() > deadline) throw new Error('the model was never called');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  expect((await fetch(`${env.api.url}/v1/sessions/${sessionId}`, { method: 'DELETE', headers: { authorization: `Bearer ${env.tenant.key}` } })).status).toBe(204);
+  for (const deadline = Date.now() + 15_000; !(await events()).some((e) => e.type === 'session.status_idle' || e.type === 'session.error'); ) {
+    if (Date.now() > deadline) throw new Error('the run never closed');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const log = await events();
+  expect(log.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'agent.message', 'session.turn_usage', 'session.status_idle']);
+  expect(log.at(-1)!.attributes.stop_reason).toBe('user_cancelled');
+});
+
 test('deleting an idle session ends its workflow', async () => {
   const sessionId = await newSession();
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }]);
