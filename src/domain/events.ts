@@ -237,7 +237,8 @@ export function planEvents(state: RunState, events: SentEvent[], options: { newR
           // A run in flight shows its agent.tool_use before it pauses (its server tools run
           // first): results are taken from the pause on, which the message says.
           const inFlight = state.active_run_id !== null && state.pending_tool_use_ids.length === 0;
-          const when = inFlight ? '; results are taken once the run pauses (session.status_idle with stop_reason client_tool_use)' : '';
+          // (Or its result already came, and resumed the run: the message names both.)
+          const when = inFlight ? ' (already answered, or the run has not paused for it yet: results are taken once the run pauses, session.status_idle with stop_reason client_tool_use)' : '';
           return { ok: false, status: 400, message: `tool use '${block.tool_use_id}' is not awaiting a result${when}` };
         }
         pending.delete(block.tool_use_id);

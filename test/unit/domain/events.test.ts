@@ -58,9 +58,9 @@ describe('planEvents', () => {
     expect(planEvents(paused, [result('q')], options)).toMatchObject({ ok: false, status: 400 });
     expect(planEvents(paused, [result('a'), result('a')], options)).toMatchObject({ ok: false, status: 400 });
     expect(planEvents(paused, [result('a')], options)).toMatchObject({ ok: true, state: { pending_tool_use_ids: ['b'] }, signal: { kind: 'events' } });
-    // A run in flight has not paused yet: the refusal says when results are taken.
+    // A run in flight has not paused yet (or a result already resumed it): the refusal says both.
     const early = planEvents({ ...idle, active_run_id: 'r1' }, [result('a')], options);
-    expect(early).toMatchObject({ ok: false, status: 400, message: expect.stringContaining('once the run pauses (session.status_idle with stop_reason client_tool_use)') });
+    expect(early).toMatchObject({ ok: false, status: 400, message: expect.stringContaining('already answered, or the run has not paused for it yet: results are taken once the run pauses, session.status_idle with stop_reason client_tool_use') });
     expect(planEvents(paused, [result('q')], options)).toMatchObject({ message: "tool use 'q' is not awaiting a result" });
   });
 
