@@ -51,11 +51,10 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
   let textLength = 0; // of the answer's text so far
   let stopped = false;
   let finalUsage = false; // the closing message_delta brought the final count
-  // Web searches the stream showed (a `server_tool_use` block of `web_search` each): the fee of a
-  // search the client saw the results of is owed even when the stream breaks before its count.
+  // Web searches whose results the stream showed (a `web_search_tool_result` holding results; a
+  // failed search, e.g. past max_uses, holds an error and is not billed): when the stream breaks
+  // before the closing count, their fee is still owed. The closing count, when it came, decides.
   let searchesSeen = 0;
-  const withSearchesSeen = (counted: Usage): Usage =>
-    searchesSeen > (counted.web_search_requests ?? 0) ? { ...counted, web_search_requests: searchesSeen } : counted;
   try {
     for await (const sse of decodeSse(chunks)) {
       const parsed = EventSchema.safeParse(safeJson(sse.data));
@@ -83,12 +82,10 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
               textLength += block.text.length;
               yield { type: 'text-delta', delta: block.text };
             }
-          } else if (block.type === 'server_tool_use' && block.name === 'web_search') {
-            searchesSeen++;
-            blocks.set(index, { kind: 'raw', block: { ...block }, json: '' });
           } else if (block.type === 'thinking') {
             blocks.set(index, { kind: 'plain' });
           } else {
+            if (block.type === 'web_search_tool_result' && Array.isArray(block.content)) searchesSeen++;
             blocks.set(index, { kind: 'raw', block: { ...block }, json: '' });
           }
           break;
@@ -168,10 +165,12 @@ export async function* parseAnthropicStream(chunks: AsyncIterable<Uint8Array>, r
       if (stopped) break;
     }
     if (!stopped) throw new UpstreamConnectionError('the anthropic stream ended before message_stop', { provider, model, retryable: true });
-    yield { type: 'finish', finish_reason: finish ?? mapAnthropicStopReason(null), stop_sequence: stopSequence, usage: withSearchesSeen(usage) };
+    yield { type: 'finish', finish_reason: finish ?? mapAnthropicStopReason(null), stop_sequence: stopSequence, usage };
   } catch (error) {
     const failure = streamFailure(error, provider, model);
-    yield { type: 'error', error: failure, usage: withSearchesSeen(partialUsage(usage, request, producedChars, finalUsage)) };
+    const partial = partialUsage(usage, request, producedChars, finalUsage);
+    const searched = !finalUsage && searchesSeen > (partial.web_search_requests ?? 0) ? { web_search_requests: searchesSeen } : {};
+    yield { type: 'error', error: failure, usage: { ...partial, ...searched } };
   }
 }
 

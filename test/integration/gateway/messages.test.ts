@@ -109,7 +109,7 @@ describe('the official anthropic client against the gateway', () => {
     expect(capped.usage.server_tool_use).toEqual({ web_search_requests: 1 });
   });
 
-  test('a stream that breaks after its searches ran is billed their fee (counted from the server_tool_use blocks it showed)', async () => {
+  test('a stream that breaks after its searches ran is billed their fee (counted from the search results it showed)', async () => {
     const request = {
       model: 'claude-haiku-4-5',
       max_tokens: 200,
