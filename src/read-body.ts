@@ -11,7 +11,7 @@ interface Exchange {
  */
 export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLarge: () => Error): void {
   const declared = exchange.req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw refusedWhileDraining(exchange, tooLarge);
+  if (declared !== undefined && Number(declared) > limit) throw refuseBody(exchange, tooLarge);
 }
 
 /**
@@ -23,7 +23,7 @@ export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLar
 export interface ReadOptions {
   /**
    * Called with the bytes read so far after each chunk: an Error it returns refuses the body
-   * there (the connection closes after the answer, as for an oversize body).
+   * there, as an oversize body is (see refuseBody).
    */
   onProgress?: (bytesSoFar: number) => Error | undefined;
   /**
@@ -53,7 +53,7 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
     const { onProgress, minRate } = options;
     const refuse = (error: () => Error, drain: boolean) => {
       cleanup();
-      if (drain) return reject(refusedWhileDraining(exchange, error));
+      if (drain) return reject(refuseBody(exchange, error, size));
       req.pause();
       reject(closingAfterResponse(exchange, error));
     };
@@ -103,18 +103,22 @@ export const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 export const DRAIN_LIMIT_MS = 10_000;
 
 /**
- * A refused body the client is still sending is read and discarded, up to a bound, while the
- * refusal goes out on a connection kept open. Closing at once would reset the connection under
- * a client still uploading (Node's fetch and the SDKs built on it then report a connection error,
- * never the 413, and retry the whole upload); reading the remainder whatever its size, as Node
- * does for a body nobody read, would let one request hold a connection for gigabytes. Past the
- * bound the connection is closed. A client waiting for `100 Continue` has sent nothing: its
- * connection simply closes after the answer.
+ * The error to throw for a request whose body is refused (too large, of a media type the route
+ * does not take, no room for it now): a body the client is still sending is read and
+ * discarded, up to a bound, while the refusal goes out on a connection kept open. Closing at
+ * once would reset the connection under a client still uploading (Node's fetch and the SDKs
+ * built on it then report a connection error, never the refusal, and retry the whole upload);
+ * reading the remainder whatever its size, as Node does for a body nobody read, would let one
+ * request hold a connection for gigabytes. Past the bound the connection is closed; a body
+ * declared larger than the bound allows, or a client waiting for `100 Continue` (it has sent
+ * nothing), gets its answer on a connection closed after it. `bytesRead`: what the caller read.
  */
-function refusedWhileDraining(exchange: Exchange, refusal: () => Error): Error {
+export function refuseBody(exchange: Exchange, refusal: () => Error, bytesRead = 0): Error {
   const { req } = exchange;
   const waitingForContinue = req.headers.expect?.toLowerCase() === '100-continue' && !continueSent.has(req);
-  if (waitingForContinue || req.complete) return closingAfterResponse(exchange, refusal);
+  const declared = Number(req.headers['content-length'] ?? Number.NaN);
+  const beyondBound = Number.isFinite(declared) && declared - bytesRead > DRAIN_LIMIT_BYTES;
+  if (waitingForContinue || req.complete || beyondBound) return closingAfterResponse(exchange, refusal);
   let drained = 0;
   const stop = () => req.socket.destroy();
   const timer = setTimeout(stop, DRAIN_LIMIT_MS);

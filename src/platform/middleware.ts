@@ -6,7 +6,7 @@ import { verifyPassword } from '../domain/platform';
 import { findPlatformUser, platformUserAccountIds } from '../store/platform';
 import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
 import type { PlatformContext, PlatformMiddleware } from './types';
-import { encodedWith, readBodyUpTo, type ReadOptions } from '../read-body';
+import { encodedWith, readBodyUpTo, refuseBody, type ReadOptions } from '../read-body';
 import { decodeUtf8, JsonTextError, nulField, parseJsonText } from '../json-text';
 import { TokenBuckets } from '../api/middleware/rate-limit';
 import { databaseUnavailable, nulInText } from '../store/db-errors';
@@ -126,7 +126,7 @@ export function requireAccount(ctx: PlatformContext, accountId: string, uuid: z.
 /** Reads the body up to `limit` bytes, refusing larger ones with 413 before reading them. */
 export async function readRaw(ctx: PlatformContext, limit: number, options: ReadOptions = {}): Promise<Buffer> {
   const encoding = encodedWith(ctx.req);
-  if (encoding) throw new PlatformError(415, 'Unsupported Media Type', [{ resource: 'request', field: 'Content-Encoding', type: 'invalid_value', message: `${encoding} is not supported; send the body uncompressed` }]);
+  if (encoding) throw refuseBody(ctx, () => new PlatformError(415, 'Unsupported Media Type', [{ resource: 'request', field: 'Content-Encoding', type: 'invalid_value', message: `${encoding} is not supported; send the body uncompressed` }]));
   return readBodyUpTo(ctx, limit, () => new PlatformError(413, 'Payload Too Large', [{ resource: 'request', type: 'invalid_value', message: `the body exceeds ${limit} bytes` }]), options);
 }
 

@@ -1,5 +1,5 @@
 import { badRequest, BODY_MIN_RATE, payloadTooLarge, unsupportedEncoding, unsupportedMediaType } from '../errors';
-import { encodedWith, readBodyUpTo, refuseDeclaredOversize } from '../../read-body';
+import { encodedWith, readBodyUpTo, refuseBody, refuseDeclaredOversize } from '../../read-body';
 import { decodeUtf8, JsonTextError, parseJsonText } from '../../json-text';
 import type { AppContext, Middleware } from '../types';
 
@@ -21,7 +21,7 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean; acce
     // Size first: an oversize body is 413 whatever it claims to be.
     const tooLarge = () => payloadTooLarge(limitBytes);
     refuseDeclaredOversize(ctx, limitBytes, tooLarge);
-    if (!ctx.is('application/json', 'application/*+json')) throw unsupportedMediaType(options.accepted);
+    if (!ctx.is('application/json', 'application/*+json')) throw refuseBody(ctx, () => unsupportedMediaType(options.accepted));
     refuseEncodedBody(ctx);
     const bytes = await readBodyUpTo(ctx, limitBytes, tooLarge, { minRate: BODY_MIN_RATE });
     try {
@@ -37,5 +37,5 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean; acce
 /** A body sent compressed (`Content-Encoding: gzip`) is refused with 415 rather than misread. */
 export function refuseEncodedBody(ctx: AppContext): void {
   const encoding = encodedWith(ctx.req);
-  if (encoding) throw unsupportedEncoding(encoding);
+  if (encoding) throw refuseBody(ctx, () => unsupportedEncoding(encoding));
 }

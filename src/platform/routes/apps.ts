@@ -7,6 +7,7 @@ import {
   PLATFORM_JSON_LIMIT_BYTES, PLATFORM_UPLOAD_LIMIT_BYTES, UPLOAD_MEDIA_TYPES, UuidSchema,
 } from '../../domain/platform';
 import { withTransaction } from '../../store/db';
+import { refuseBody } from '../../read-body';
 import * as store from '../../store/platform-apps';
 import { PlatformError, invalidValue, platformConflict, platformNotFound } from '../errors';
 import { parsePathParam, parsePlatform, readJson, readRaw, requireAccount } from '../middleware';
@@ -123,16 +124,16 @@ export function platformAppsRouter(db: Pool): Router<PlatformState, PlatformCont
 
   // POST /fu/v1/accounts/{account}/apps/{app}/environments/{environment}:upload (a zip archive)
   let held = 0; // bytes the uploads in progress have received
-  const busy = () => new PlatformError(503, 'Service Unavailable', [{ resource: 'upload', message: 'too many uploads in progress; retry shortly' }], { 'Retry-After': '5', Connection: 'close' });
+  const busy = () => new PlatformError(503, 'Service Unavailable', [{ resource: 'upload', message: 'too many uploads in progress; retry shortly' }], { 'Retry-After': '5' });
   router.post(`/fu${ENV}`, async (ctx) => {
     const [envId] = split(ctx.params.environment!, ['upload']);
     const env = await environment(ctx, envId);
+    // (Refused bodies are drained, within bounds, so an uploading client reads the answer: refuseBody.)
     if (!ctx.is(UPLOAD_MEDIA_TYPES)) {
-      throw new PlatformError(415, 'Unsupported Media Type', [{ resource: 'upload', field: 'Content-Type', type: 'invalid_value', message: `must be one of ${UPLOAD_MEDIA_TYPES.join(', ')}` }], { Connection: 'close' });
+      throw refuseBody(ctx, () => new PlatformError(415, 'Unsupported Media Type', [{ resource: 'upload', field: 'Content-Type', type: 'invalid_value', message: `must be one of ${UPLOAD_MEDIA_TYPES.join(', ')}` }]));
     }
-    // Connection: close, so Node does not read the unread body just to discard it.
     const declared = Number(ctx.get('content-length')) || 0;
-    if (held + Math.min(declared, PLATFORM_UPLOAD_LIMIT_BYTES) > PLATFORM_UPLOAD_MEMORY_BYTES) throw busy();
+    if (held + Math.min(declared, PLATFORM_UPLOAD_LIMIT_BYTES) > PLATFORM_UPLOAD_MEMORY_BYTES) throw refuseBody(ctx, busy);
     let mine = 0;
     try {
       const archive = await readRaw(ctx, PLATFORM_UPLOAD_LIMIT_BYTES, {
