@@ -2,7 +2,7 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import type { Deps } from '../deps';
 import { badRequest, methodNotAllowed, notFound } from './errors';
-import { repeatedCredentialHeader } from '../net/credential-headers';
+import { refuseRepeatedCredentials } from '../net/credential-headers';
 import { accessLog } from './middleware/access-log';
 import { cors } from './middleware/cors';
 import { errorHandler } from './middleware/error-handler';
@@ -71,12 +71,9 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
     }
     return [...allowed];
   };
-  app.use(async (ctx, next) => {
-    const repeated = repeatedCredentialHeader(ctx.req.rawHeaders);
-    if (repeated) throw badRequest(`the ${repeated} header was sent more than once; send one credential`);
-    await next();
-  });
+  // CORS first: every answer, a refusal included, is readable by a page.
   app.use(cors(methodsFor));
+  app.use(refuseRepeatedCredentials((header) => badRequest(`the ${header} header was sent more than once; send one credential`)));
   for (const router of routers) app.use(router.routes());
   // Nothing answered: 405 when the path exists under other methods, else 404.
   app.use((ctx) => {

@@ -13,3 +13,12 @@ export function repeatedCredentialHeader(rawHeaders: string[]): string | undefin
   }
   return undefined;
 }
+
+/** Middleware refusing a request that repeats a credential header, with the server's own error. */
+export function refuseRepeatedCredentials(toError: (header: string) => Error) {
+  return async (ctx: { req: { rawHeaders: string[] } }, next: () => Promise<unknown>): Promise<void> => {
+    const repeated = repeatedCredentialHeader(ctx.req.rawHeaders);
+    if (repeated) throw toError(repeated);
+    await next();
+  };
+}

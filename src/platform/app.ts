@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { createRefusingServer } from '../net/parser-errors';
-import { repeatedCredentialHeader } from '../net/credential-headers';
+import { refuseRepeatedCredentials } from '../net/credential-headers';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
@@ -35,11 +35,11 @@ export function createPlatformApp(
   // A known open path with another method is 405 before any credentials are asked for.
   app.use(methodNotAllowed((path) => routedMethods(open, path)));
 
-  app.use(async (ctx, next) => {
-    const repeated = repeatedCredentialHeader(ctx.req.rawHeaders);
-    if (repeated) throw new PlatformError(400, 'Bad Request', [{ resource: 'request', field: repeated, type: 'invalid_value', message: `the ${repeated} header was sent more than once; send one credential` }]);
-    await next();
-  });
+  app.use(
+    refuseRepeatedCredentials(
+      (header) => new PlatformError(400, 'Bad Request', [{ resource: 'request', field: header, type: 'invalid_value', message: `the ${header} header was sent more than once; send one credential` }]),
+    ),
+  );
   // Before HTTP Basic, so a flood of guesses is refused without a scrypt check each.
   if (limits) app.use(platformRateLimit(limits.perSecond, limits.burst));
   app.use(basicAuth(deps.db));

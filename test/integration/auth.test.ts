@@ -82,11 +82,11 @@ describe('API keys', () => {
     const { headers: platformHeaders } = await platformUserWithAccount(api.deps.db, 'twice');
     /** Sends a GET with `name` repeated, one line per value. */
     const twice = (url: string, name: string, values: string[]) =>
-      new Promise<{ status: number; body: any }>((resolve, reject) => {
+      new Promise<{ status: number; body: any; cors?: string }>((resolve, reject) => {
         const request = httpRequest(url, (response) => {
           let body = '';
           response.on('data', (chunk) => (body += chunk));
-          response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(body) }));
+          response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(body), cors: response.headers['access-control-allow-origin'] }));
         });
         request.setHeader(name, values);
         request.on('error', reject);
@@ -98,6 +98,7 @@ describe('API keys', () => {
         const answer = await twice(`${api.url}/v1/agents`, 'authorization', values);
         expect(answer.status).toBe(400);
         expect(answer.body.error).toMatchObject({ type: 'invalid_request_error', message: 'the authorization header was sent more than once; send one credential' });
+        expect(answer.cors).toBe('*'); // a page can read this refusal too
       }
       const messages = await twice(`${api.url}/v1/messages`, 'x-api-key', [tenant.key, tenant.key]);
       expect(messages).toMatchObject({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error' } } });
