@@ -27,7 +27,11 @@ export const ConfigSchema = z.object({
    * metadata's issuer and endpoints. Unset: the address the request came in on (never the
    * request's Host header, which the client chooses).
    */
-  PUBLIC_BASE_URL: z.url().optional(),
+  PUBLIC_BASE_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+    .refine((url) => !/[?#]/.test(url), 'must have no query or fragment')
+    .transform((url) => url.replace(/\/+$/, ''))
+    .optional(),
   DATABASE_URL: z.url().default('postgres://gateway:gateway@127.0.0.1:54329/gateway'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
@@ -120,6 +124,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: GATEWAY_SECRET: the development default is public; set a long random secret when ENVIRONMENT is '${result.data.ENVIRONMENT}'`);
   }
   return result.data;
+}
+
+/**
+ * What the api process needs beyond the shared configuration: outside development, its public
+ * address (the OAuth metadata's issuer must be the address clients fetch it from, RFC 8414).
+ */
+export function checkApiConfig(config: Config): Config {
+  if (config.ENVIRONMENT !== 'development' && !config.PUBLIC_BASE_URL) {
+    throw new ConfigError(`invalid configuration: PUBLIC_BASE_URL: required when ENVIRONMENT is '${config.ENVIRONMENT}' (the api's public address, e.g. https://gateway.example.com)`);
+  }
+  return config;
 }
 
 export const isDevelopment = (config: Pick<Config, 'ENVIRONMENT'>): boolean => config.ENVIRONMENT === 'development';

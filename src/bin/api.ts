@@ -1,4 +1,4 @@
-import { loadConfig } from '../config';
+import { checkApiConfig, loadConfig } from '../config';
 import { closeDeps, createDeps } from '../deps';
 import { createApp } from '../api/app';
 import { createApiServer } from '../api/server';
@@ -6,7 +6,7 @@ import { migrate } from '../store/migrate';
 import { runMain, shutdownOn } from './run';
 
 runMain('api', async () => {
-  const deps = createDeps(loadConfig());
+  const deps = createDeps(checkApiConfig(loadConfig()));
   await migrate(deps.db, (message) => deps.logger.info(message));
   const app = createApp(deps);
   const server = createApiServer(app);

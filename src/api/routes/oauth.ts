@@ -127,12 +127,12 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
 }
 
 /**
- * RFC 8414 §3: the issuer is fixed, not what a request says. The configured public address,
- * else the local address the request arrived on (a cache in front of the api must not learn
- * endpoints from a client's Host header).
+ * RFC 8414 §3: the issuer is fixed, not what a request says. The configured public address
+ * (required outside development), else, in development, the local address the request arrived
+ * on (a cache in front of the api must not learn endpoints from a client's Host header).
  */
 function publicBaseUrl(deps: Deps, ctx: AppContext): string {
-  if (deps.config.PUBLIC_BASE_URL) return deps.config.PUBLIC_BASE_URL.replace(/\/+$/, '');
+  if (deps.config.PUBLIC_BASE_URL) return deps.config.PUBLIC_BASE_URL;
   const { localAddress = '127.0.0.1', localPort } = ctx.req.socket;
   const host = isIP(localAddress) === 6 ? `[${localAddress}]` : localAddress;
   return `http://${host}:${localPort}`;
