@@ -27,6 +27,8 @@ export interface ModelRecord {
    * behind `claude-sonnet-4-0`): accepted as this model and sent upstream as named.
    */
   snapshots?: string[];
+  /** On a snapshot's record (found by findModel): the name of the model it is a snapshot of. */
+  snapshotOf?: string;
   capabilities: Capability[];
   parameters: {
     /** Absent or `supported: false`: any temperature is refused with 400. */
@@ -190,7 +192,7 @@ const BY_ID = new Map<string, ModelRecord>(MODELS.map((model) => [model.id, mode
 for (const model of MODELS) {
   for (const snapshot of model.snapshots ?? []) {
     const id = `${model.provider}/${snapshot}`;
-    BY_ID.set(id, { ...model, id, name: snapshot, snapshots: undefined });
+    BY_ID.set(id, { ...model, id, name: snapshot, snapshots: undefined, snapshotOf: model.name });
   }
 }
 

@@ -78,7 +78,12 @@ function presentSchema(model: ModelRecord) {
  * with their dated snapshot, `{type: 'model', id, display_name, created_at}`, paged by
  * `after_id` / `before_id` / `limit` (1..1000, default 20) with `first_id`, `last_id`, `has_more`.
  */
-const speaksAnthropic = (ctx: AppContext) => ctx.get('anthropic-version') !== '';
+/** Anthropic's SDK asks (it sends `anthropic-version`): the answer, errors included, is in its shapes. */
+function speaksAnthropic(ctx: AppContext): boolean {
+  if (ctx.get('anthropic-version') === '') return false;
+  ctx.state.errorFormat = 'anthropic';
+  return true;
+}
 
 const anthropicModels = (): ModelRecord[] =>
   listModels()
@@ -97,10 +102,10 @@ function displayName(name: string): string {
   return out.join(' ');
 }
 
-/** The model a bare name or one of its dated snapshots names. */
-const named = (id: string) => (model: ModelRecord) => model.name === id || model.snapshots?.includes(id) === true;
+/** The Anthropic model a bare name or one of its dated snapshots names (the snapshot's own record). */
+const anthropicModel = (id: string): ModelRecord | undefined => findModel(`anthropic/${id}`);
 
-const presentAnthropicModel = (model: ModelRecord) => ({ type: 'model' as const, id: model.name, display_name: displayName(model.name), created_at: releasedAt(model) });
+const presentAnthropicModel = (model: ModelRecord) => ({ type: 'model' as const, id: model.name, display_name: displayName(model.snapshotOf ?? model.name), created_at: releasedAt(model) });
 
 const AnthropicListQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(1000).default(20),
@@ -113,7 +118,8 @@ function listAnthropicModels(ctx: AppContext) {
   if (query.after_id !== undefined && query.before_id !== undefined) throw new ApiError(400, 'invalid_request_error', 'after_id and before_id are mutually exclusive');
   const models = anthropicModels();
   const position = (id: string) => {
-    const index = models.findIndex(named(id));
+    const model = anthropicModel(id);
+    const index = model ? models.findIndex((candidate) => candidate.name === (model.snapshotOf ?? model.name)) : -1;
     if (index < 0) throw new ApiError(400, 'invalid_request_error', `'${id}' is not a model of this list`);
     return index;
   };
@@ -134,13 +140,15 @@ function listAnthropicModels(ctx: AppContext) {
 
 const unknownModel = (id: string) => new ApiError(404, 'not_found_error', `model '${id}' not found`);
 
-/** `openai/gpt-4o` or a bare name that only one provider has. */
+const PROVIDERS = [...new Set(listModels().map((model) => model.provider))];
+
+/** `openai/gpt-4o`, or a bare name (or dated snapshot) that only one provider has. */
 function resolve(id: string): ModelRecord {
-  const model = findModel(id) ?? (id.includes('/') ? undefined : onlyMatch(listModels().filter((m) => m.name === id)));
-  if (!model) throw unknownModel(id);
-  return model;
+  const candidates = id.includes('/') ? [findModel(id)] : PROVIDERS.map((provider) => findModel(`${provider}/${id}`));
+  const found = candidates.filter((model): model is ModelRecord => model !== undefined);
+  if (found.length !== 1) throw unknownModel(id);
+  return found[0]!;
 }
-const onlyMatch = (models: ModelRecord[]) => (models.length === 1 ? models[0] : undefined);
 
 export function modelsRouter(_deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
@@ -165,7 +173,7 @@ export function modelsRouter(_deps: Deps): Router<AppState, AppContext> {
   router.get('/v1/models/:modelId', (ctx) => {
     ctx.vary('anthropic-version');
     if (speaksAnthropic(ctx)) {
-      const model = anthropicModels().find(named(ctx.params.modelId!));
+      const model = anthropicModel(ctx.params.modelId!);
       if (!model) throw unknownModel(ctx.params.modelId!);
       ctx.body = { ...presentAnthropicModel(model), id: ctx.params.modelId };
       return;
