@@ -42,6 +42,13 @@ interface Scenario {
   /** Requests sent while no worker polls, so their signals reach the workflow in one activation. */
   beforeWorker?(http: Http, sessionId: string, deps: Deps): Promise<void>;
   drive(http: Http, sessionId: string): Promise<void>;
+  /**
+   * Recorded only when named: it needs a Temporal server that suggests continue-as-new early
+   * (TEMPORAL_ADDRESS of a dev server started with
+   * `--dynamic-config-value limit.historyCount.suggestContinueAsNew=40`). Its history is the
+   * session's first execution, the one that continued as new.
+   */
+  continuesAsNew?: true;
 }
 
 const text = (value: string) => [{ type: 'text', text: value }];
@@ -151,6 +158,17 @@ const SCENARIOS: Record<string, Scenario> = {
       await http('DELETE', `/v1/sessions/${id}`);
     },
   },
+  'continue-at-run-end': {
+    agent: {},
+    continuesAsNew: true,
+    async drive(http, id) {
+      // The first run is slow: the others queue behind it, and the workflow continues as new at
+      // a run's end with messages still queued, handing the next run over.
+      await http('POST', `/v1/sessions/${id}/events`, message('first [[delay:1500]]'));
+      for (let i = 2; i <= 6; i++) await http('POST', `/v1/sessions/${id}/events`, message(`queued ${i}`));
+      await waitFor(http, id, closings(6));
+    },
+  },
   'upstream-error': {
     agent: {},
     async drive(http, id) {
@@ -165,7 +183,7 @@ async function main(): Promise<void> {
   // --suffix=S writes <name>S.json, so histories of an earlier workflow version stay next to the new ones.
   const suffix = process.argv.find((arg) => arg.startsWith('--suffix='))?.slice('--suffix='.length) ?? '';
   const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
-  const names = args.length > 0 ? args : Object.keys(SCENARIOS);
+  const names = args.length > 0 ? args : Object.keys(SCENARIOS).filter((name) => !SCENARIOS[name]!.continuesAsNew);
   for (const name of names) if (!SCENARIOS[name]) throw new Error(`unknown scenario ${name}; known: ${Object.keys(SCENARIOS).join(', ')}`);
 
   const simulator = await startSimulator({ port: 0 });
@@ -227,16 +245,25 @@ async function main(): Promise<void> {
         }
       }
       await scenario.drive(http, session.id);
-      const handle = client.workflow.getHandle(sessionWorkflowId(session.id));
+      let handle = client.workflow.getHandle(sessionWorkflowId(session.id));
+      if (scenario.continuesAsNew) {
+        // Back along the chain to the first execution.
+        for (let runId: string | undefined = (await handle.describe()).runId; runId; ) {
+          handle = client.workflow.getHandle(sessionWorkflowId(session.id), runId);
+          runId = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
+        }
+      }
       // The workflow idles after the run; wait until its last workflow task has completed.
       let history = await handle.fetchHistory();
       // (A deleted session's workflow completes instead.)
-      const settled = () => history.events?.at(-1)?.workflowTaskCompletedEventAttributes || history.events?.at(-1)?.workflowExecutionCompletedEventAttributes;
+      const last = () => history.events?.at(-1);
+      const settled = () => last()?.workflowTaskCompletedEventAttributes || last()?.workflowExecutionCompletedEventAttributes || last()?.workflowExecutionContinuedAsNewEventAttributes;
       for (let i = 0; i < 50 && !settled(); i++) {
         await new Promise((r) => setTimeout(r, 100));
         history = await handle.fetchHistory();
       }
-      if (!history.events?.at(-1)?.workflowExecutionCompletedEventAttributes) await handle.terminate('history recorded');
+      if (!last()?.workflowExecutionCompletedEventAttributes && !last()?.workflowExecutionContinuedAsNewEventAttributes) await handle.terminate('history recorded');
+      if (scenario.continuesAsNew) await client.workflow.getHandle(sessionWorkflowId(session.id)).terminate('history recorded');
       // Worker identities name this machine; they play no part in replay.
       const json = JSON.stringify(historyToJson(history), null, 1).replace(/"identity": "[^"]*"/g, '"identity": "recorder"');
       writeFileSync(path.join(OUT, `${name}${suffix}.json`), `${json}\n`);

@@ -44,7 +44,7 @@ describe('the official anthropic client against the gateway', () => {
     expect(unknown).toBeInstanceOf(Anthropic.NotFoundError);
     expect((unknown as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({ type: 'error', error: { type: 'not_found_error' } });
     // Without the SDK's header, the snapshot is found as the catalog's record, under its own id.
-    expect((await (await fetch(`${env.api.url}/v1/models/claude-sonnet-4-20250514`)).json()).id).toBe('anthropic/claude-sonnet-4-20250514');
+    expect(((await (await fetch(`${env.api.url}/v1/models/claude-sonnet-4-20250514`)).json()) as { id: string }).id).toBe('anthropic/claude-sonnet-4-20250514');
     // A dated snapshot is its model, sent upstream as named.
     const message = await client.messages.create({ model: 'claude-sonnet-4-20250514', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] });
     expect(message.model).toBe('claude-sonnet-4-20250514');
