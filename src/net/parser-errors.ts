@@ -65,7 +65,11 @@ function answer(req: IncomingMessage, res: ServerResponse, refusal: RefusalAnswe
   res.end(body);
 }
 
-/** The path of the request line at the start of what the parser refused, when it is there. */
+/**
+ * The path of the request line at the start of what the parser refused, when it is there (best
+ * effort: the refused chunk holds it when the request arrived in one read, as requests of a few
+ * KB do; otherwise the refusal is in the gateway's envelope, whatever the route).
+ */
 function requestPath(raw: Buffer | undefined): string | undefined {
   const line = /^[A-Z]+ (\S+) HTTP\/1\.[01]\r?\n/.exec(raw?.subarray(0, 8192).toString('latin1') ?? '');
   if (!line) return undefined;

@@ -36,6 +36,7 @@ test('the recorded histories cover the representative runs', () => {
     'client-tool-resume.pause-ends-on-interrupt.json',
     'compaction.claim-on-close.json',
     'compaction.json',
+    'continue-at-run-end.json',
     'interrupt-before-start.json',
     'interrupt-in-log.json',
     'interrupt.claim-on-close.json',
@@ -79,6 +80,13 @@ test('the recorded histories cover the representative runs', () => {
       .map((marker) => JSON.parse(Buffer.from(marker!.details!['result']!.payloads![0]!.data as Uint8Array).toString()));
   expect(claims('interrupt-in-log.json')[0]).toMatchObject({ kind: 'start', interrupted: true });
   expect(activities('interrupt-in-log.json')).toEqual([]);
+  // Continue-as-new at a run's end (Temporal suggested it while messages were queued): the
+  // `continue-at-run-end` branch, the execution ending by continuing as new with the run its
+  // last close claimed handed over.
+  expect(patches('continue-at-run-end.json')).toContain('continue-at-run-end');
+  const continued = load('continue-at-run-end.json').events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
+  expect(JSON.parse(Buffer.from(continued!.input!.payloads![0]!.data as Uint8Array).toString())).toMatchObject({ claimed: { kind: 'start', runId: expect.any(String) } });
+  expect(patches('plain.claim-on-close.json')).not.toContain('continue-at-run-end');
 });
 
 test('every recorded history replays against the current workflow code', async () => {
