@@ -60,6 +60,26 @@ describe('POST /v1/agents: every field round-trips', () => {
     expect(read.body).toEqual(agent);
   });
 
+  test('open objects keep the key order they were sent in (a tool schema\'s properties are the order providers generate arguments in)', async () => {
+    const schema = { type: 'object', properties: { reasoning: { type: 'string' }, answer: { type: 'string' }, b: { type: 'number' } }, required: ['reasoning', 'answer'] };
+    const body = agentBody(tenant.projectId, {
+      tools: [{ type: 'custom', name: 't', input_schema: schema }],
+      settings: { alpha: 1, b: 2 },
+      skills: [{ zz: 1, a: 2 }],
+      mcp_servers: [{ url: 'https://mcp.example', a: 1 }],
+      metadata: { zeta: '1', alpha: '2' },
+    });
+    const created = await client.post('/v1/agents', body);
+    for (const agent of [created.body, (await client.get(`/v1/agents/${created.body.id}`)).body]) {
+      expect(Object.keys(agent.tools[0].input_schema.properties)).toEqual(['reasoning', 'answer', 'b']);
+      expect(Object.keys(agent.tools[0].input_schema)).toEqual(['type', 'properties', 'required']);
+      expect(Object.keys(agent.settings)).toEqual(['alpha', 'b']);
+      expect(Object.keys(agent.skills[0])).toEqual(['zz', 'a']);
+      expect(Object.keys(agent.mcp_servers[0])).toEqual(['url', 'a']);
+      expect(Object.keys(agent.metadata)).toEqual(['zeta', 'alpha']);
+    }
+  });
+
   test('unset optional scalars are omitted in responses (max_tokens included)', async () => {
     const reply = await create({});
     expect(reply.status).toBe(201);
