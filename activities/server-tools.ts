@@ -79,6 +79,11 @@ export function createServerToolActivities(deps: Deps, extra: { knowledgeBase?: 
             ? await heartbeating(() => extra.knowledgeBase!({ projectId: context.session.project_id, kind: role.kind, entry: role.entry, input: args }))
             : unavailable(input.call.name);
           break;
+        case 'client':
+          // The agent changed while the turn ran: the tool the model called as the gateway's is
+          // now the client's. The model may call it again (the next turn offers the agent as it is).
+          answer = failure('tool_unavailable', `the agent's tool ${input.call.name} changed while this call ran; call it again`, undefined, true);
+          break;
         default:
           answer = failure('not_found', `no tool named ${input.call.name}`, undefined, false);
       }

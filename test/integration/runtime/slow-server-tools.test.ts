@@ -124,3 +124,14 @@ test("a run counts the project's other runs' turns not yet billed: concurrent ru
   expect((await listEvents(api.deps, second.sessionId)).some((e) => e.type === 'session.turn_usage')).toBe(false);
   await waitForEvent(api.deps, first.sessionId, 'closing');
 });
+
+test("a gateway tool the agent turns into a client tool while its call runs: a retryable tool_unavailable, not 'no tool named'", async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'echo', name: 'x' }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:x {"message":"a"}]] go') }]);
+  await waitForEvent(api.deps, session.sessionId, 'agent.tool_use');
+  // The echo has not run yet (it starts 1.5 s late): the agent now has a client tool of that name.
+  await api.deps.db.query(`UPDATE agents SET tools = $2 WHERE id = $1`, [session.agentId, JSON.stringify([{ type: 'custom', name: 'x', input_schema: { type: 'object' } }])]);
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'user.tool_result');
+  expect(event.error_code).toBe('tool_unavailable');
+  expect(JSON.parse(event.content[0].content)).toEqual({ error: { code: 'tool_unavailable', message: "the agent's tool x changed while this call ran; call it again", retryable: true } });
+});
