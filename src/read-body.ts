@@ -9,9 +9,10 @@ interface Exchange {
  * Refuses a body over the limit from its declared Content-Length, before reading any of it.
  * `tooLarge` builds the caller's own 413 error.
  */
-export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLarge: () => Error): void {
+export function refuseDeclaredOversize(exchange: Exchange, limit: number, tooLarge: () => Error, options: Pick<ReadOptions, 'escapedSlashCountsOnce'> = {}): void {
   const declared = exchange.req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw refuseBody(exchange, tooLarge);
+  const bound = options.escapedSlashCountsOnce ? 2 * limit : limit;
+  if (declared !== undefined && Number(declared) > bound) throw refuseBody(exchange, tooLarge);
 }
 
 /**
@@ -32,13 +33,27 @@ export interface ReadOptions {
    * fast beginning, must not hold what it holds for minutes.
    */
   minRate?: { bytesPerSecond: number; windowMs: number; tooSlow: () => Error };
+  /**
+   * A JSON body carrying base64: each `\/` counts as one byte against the limit. JSON writers
+   * that escape `/` (PHP's json_encode, the CMS plugins' default) make base64 longer by as
+   * much as its share of `/`, which depends on the data (a quiet PCM recording has many): the
+   * limit then holds the content, not its escaping. The body itself may be at most twice the limit.
+   */
+  escapedSlashCountsOnce?: boolean;
+}
+
+/** How many `\/` pairs a chunk holds, the one that straddles it and the previous chunk included. */
+function escapedSlashes(chunk: Buffer, previousByte: number | undefined): number {
+  let count = previousByte === 0x5c && chunk[0] === 0x2f ? 1 : 0;
+  for (let at = chunk.indexOf('\\/'); at !== -1; at = chunk.indexOf('\\/', at + 2)) count++;
+  return count;
 }
 
 /** Requests answered `100 Continue`: their client is sending the body. */
 const continueSent = new WeakSet<IncomingMessage>();
 
 export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => Error, options: ReadOptions = {}): Promise<Buffer> {
-  refuseDeclaredOversize(exchange, limit, tooLarge);
+  refuseDeclaredOversize(exchange, limit, tooLarge, options);
   const { req, res } = exchange;
   // A client that sent `Expect: 100-continue` waits for this before sending the body; it is
   // sent only once the request has passed everything before the read (authentication, rate
@@ -71,9 +86,16 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
       req.off('error', onError);
       req.off('close', onClose);
     };
+    let discount = 0; // escaped slashes, when each counts once
+    let lastByte: number | undefined;
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) return refuse(tooLarge, true);
+      if (options.escapedSlashCountsOnce) {
+        discount += escapedSlashes(chunk, lastByte);
+        lastByte = chunk[chunk.length - 1];
+        if (size > 2 * limit) return refuse(tooLarge, true);
+      }
+      if (size - discount > limit) return refuse(tooLarge, true);
       const refused = onProgress?.(size);
       if (refused) return refuse(() => refused, true);
       chunks.push(chunk);

@@ -59,11 +59,11 @@ export const base64Length = (bytes: number): number => Math.ceil(bytes / 3) * 4;
 const JSON_ENVELOPE_BYTES = 64 * 1024;
 
 /**
- * The body limit of a route whose JSON carries up to `bytes` as base64. JSON writers that
- * escape `/` as `\/` (PHP's json_encode, the CMS plugins' default) make random base64 about
- * 1/64 longer; the exact limit is checked on the decoded size.
+ * The body limit of a route whose JSON carries up to `bytes` as base64 (its route reads `\/` as
+ * one byte against it: jsonBody's escapedSlashCountsOnce); the exact limit is checked on the
+ * decoded size.
  */
-const base64BodyLimit = (bytes: number): number => Math.ceil((base64Length(bytes) * 65) / 64) + JSON_ENVELOPE_BYTES;
+const base64BodyLimit = (bytes: number): number => base64Length(bytes) + JSON_ENVELOPE_BYTES;
 
 // ---------------------------------------------------------------------------------------
 // POST /v1/content/suggest-taxonomy

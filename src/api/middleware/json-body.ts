@@ -9,7 +9,7 @@ import type { AppContext, Middleware } from '../types';
  * An oversize body is refused from Content-Length before reading, or as soon as
  * the stream passes the limit.
  */
-export function jsonBody(limitBytes: number, options: { optional?: boolean; accepted?: string; itemsOf?: string } = {}): Middleware {
+export function jsonBody(limitBytes: number, options: { optional?: boolean; accepted?: string; itemsOf?: string; escapedSlashCountsOnce?: boolean } = {}): Middleware {
   return async (ctx, next) => {
     const length = ctx.get('content-length');
     const hasBody = (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
@@ -20,10 +20,10 @@ export function jsonBody(limitBytes: number, options: { optional?: boolean; acce
     }
     // Size first: an oversize body is 413 whatever it claims to be.
     const tooLarge = () => payloadTooLarge(limitBytes);
-    refuseDeclaredOversize(ctx, limitBytes, tooLarge);
+    refuseDeclaredOversize(ctx, limitBytes, tooLarge, options);
     if (!ctx.is('application/json', 'application/*+json')) throw refuseBody(ctx, () => unsupportedMediaType(options.accepted));
     refuseEncodedBody(ctx);
-    const bytes = await readBodyUpTo(ctx, limitBytes, tooLarge, { minRate: BODY_MIN_RATE });
+    const bytes = await readBodyUpTo(ctx, limitBytes, tooLarge, { minRate: BODY_MIN_RATE, escapedSlashCountsOnce: options.escapedSlashCountsOnce });
     try {
       ctx.request.body = bytes.length === 0 ? undefined : parseJsonText(decodeUtf8(bytes), { itemsOf: options.itemsOf });
     } catch (error) {

@@ -233,6 +233,15 @@ describe('POST /v1/audio/transcriptions', () => {
     expect(response.status).toBe(200);
   });
 
+  test('25 MiB of audio whose base64 is all slashes, every one escaped (PHP), is accepted: the limit holds the content, not its escaping', async () => {
+    // Samples of 0xFF (a constant -1 in 16-bit PCM): their base64 is "////...", doubled by escaping.
+    const audio = wavFile(Buffer.alloc(25 * MiB - 44, 0xff)).toString('base64');
+    const escaped = JSON.stringify({ audio }).replaceAll('/', '\\/');
+    expect(escaped.length).toBeGreaterThan(1.9 * audio.length);
+    const response = await fetch(`${env.api.url}/v1/audio/transcriptions`, { method: 'POST', headers: bearer(env.tenant.key), body: escaped });
+    expect(response.status).toBe(200);
+  });
+
   test('exactly 25 MiB of decoded audio is accepted; one byte more is 413; a body past the limit is 413', async () => {
     const atLimit = await post({ audio: wavOfBytes(25 * MiB).toString('base64') });
     expect(atLimit.status).toBe(200);

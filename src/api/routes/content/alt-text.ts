@@ -30,7 +30,7 @@ export function mountAltText(router: Router<AppState, AppContext>, services: Con
     '/v1/images/alt-text',
     rateLimit(deps),
     authenticate(deps, { scope: 'image', access: 'write', billsProject: true }),
-    jsonBody(ALT_TEXT_BODY_LIMIT_BYTES),
+    jsonBody(ALT_TEXT_BODY_LIMIT_BYTES, { escapedSlashCountsOnce: true }),
     async (ctx) => {
       const body = parseInput(AltTextRequest, ctx.request.body);
       const image = altTextImage(body);

@@ -125,7 +125,7 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
  */
 export function mountTranscriptions(router: Router<AppState, AppContext>, services: ContentServices): void {
   const { deps, gateway } = services;
-  const json = jsonBody(TRANSCRIPTION_BODY_LIMIT_BYTES, { accepted: 'application/json or multipart/form-data' });
+  const json = jsonBody(TRANSCRIPTION_BODY_LIMIT_BYTES, { accepted: 'application/json or multipart/form-data', escapedSlashCountsOnce: true });
   router.post(
     '/v1/audio/transcriptions',
     rateLimit(deps),
