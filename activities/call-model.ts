@@ -307,9 +307,19 @@ function classify(
  * A knowledge-base-grounded answer cites the documents the run's knowledge-base tools
  * returned (deduplicated by URI, in the order they were retrieved).
  */
+/**
+ * Each document the run retrieved, cited once: keyed by its link and its title together, as
+ * documents may share a link (one page in several languages, or a site's FAQ entries) and each
+ * must be cited under its own title.
+ */
 function distinctCitations(perResult: Citation[][]): Citation[] {
   const seen = new Map<string, Citation>();
-  for (const citations of perResult) for (const citation of citations) if (!seen.has(citation.document_uri)) seen.set(citation.document_uri, citation);
+  for (const citations of perResult) {
+    for (const citation of citations) {
+      const key = JSON.stringify([citation.document_uri, citation.document_title]);
+      if (!seen.has(key)) seen.set(key, citation);
+    }
+  }
   return [...seen.values()];
 }
 

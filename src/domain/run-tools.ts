@@ -88,7 +88,11 @@ export function modelTools(tools: RunToolEntry[], loaded: Set<string>, options: 
       });
     } else if (kind === 'knowledge_base' && options.kbEnabled) {
       const about = entry.description ? ` (${entry.description})` : '';
-      out.push({ name: kbToolName(entry, 'search'), description: `Searches the knowledge base ${entry.name}${about}; returns documents with ids, titles, URIs and snippets.`, input_schema: objectSchema({ query: { type: 'string' } }, ['query']) });
+      out.push({
+        name: kbToolName(entry, 'search'),
+        description: `Searches the knowledge base ${entry.name}${about}; returns documents with ids, titles, URIs and snippets. Filters narrow the search (they never widen what this knowledge base allows).`,
+        input_schema: objectSchema({ query: { type: 'string' }, filters: KB_SEARCH_FILTERS, top_n: { type: 'integer', minimum: 1, maximum: 50 } }, ['query']),
+      });
       out.push({ name: kbToolName(entry, 'fetch'), description: `Fetches one document of the knowledge base ${entry.name} by id.`, input_schema: objectSchema({ id: { type: 'string' } }, ['id']) });
     }
   }
@@ -101,6 +105,21 @@ export function modelTools(tools: RunToolEntry[], loaded: Set<string>, options: 
   }
   return out;
 }
+
+/** The filters the knowledge-base search tool takes (those of POST /v1/kb/collections/{id}/search). */
+const stringList = { type: 'array', items: { type: 'string' } };
+const dateRange = { type: 'object', properties: { gte: { type: 'string', format: 'date-time' }, lte: { type: 'string', format: 'date-time' } } };
+const KB_SEARCH_FILTERS = {
+  type: 'object',
+  properties: {
+    type: stringList,
+    uri: stringList,
+    language: { ...stringList, description: 'ISO 639-1 codes' },
+    metadata: { type: 'object', additionalProperties: stringList, description: 'metadata field to accepted values' },
+    created_at: dateRange,
+    modified_at: dateRange,
+  },
+};
 
 /** Deferred tools matching a query (every word occurs in the name, label or description). */
 export function searchDeferredTools(tools: RunToolEntry[], query: string): Array<{ name: string; label?: string; description: string }> {

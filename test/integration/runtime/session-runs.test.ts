@@ -437,9 +437,37 @@ describe('knowledge-base grounding', () => {
     expect(search.results.map((r: { id: string }) => r.id)).toEqual(['refunds']); // the draft is outside the ceiling
     expect(results[1]!.content[0]).toMatchObject({ is_error: true, error_code: 'not_found' });
     expect(results[0]).not.toHaveProperty('_citations');
+    // The model is told what the search takes: a query, filters to narrow it and how many results.
+    const offered = simulator.requests.map((r) => r.body as { tools?: Array<{ function: { name: string; parameters: { properties: Record<string, unknown> } } }> }).find((body) => body.tools?.some((t) => t.function.name === `${collectionId}_search`));
+    const searchTool = offered!.tools!.find((t) => t.function.name === `${collectionId}_search`)!;
+    expect(Object.keys(searchTool.function.parameters.properties)).toEqual(['query', 'filters', 'top_n']);
     const answer = events.filter((e) => e.type === 'agent.message').at(-1)!;
     expect(answer.content.find((b: { type: string }) => b.type === 'text').citations).toEqual([
       { type: 'knowledge_base', document_uri: 'https://shop.example/refunds', document_title: 'Refund policy' },
+    ]);
+  });
+
+  test('documents sharing a link are each cited under their own title', async () => {
+    const headers = { authorization: `Bearer ${tenant.key}`, 'content-type': 'application/json' };
+    const collection = (await (await fetch(`${api.url}/v1/kb/collections`, { method: 'POST', headers, body: JSON.stringify({ name: `faq ${Date.now()} ${Math.random()}` }) })).json()) as { id: string };
+    const faq = 'https://shop.example/faq';
+    await fetch(`${api.url}/v1/kb/collections/${collection.id}/documents/bulk`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        documents: [
+          { id: 'q1', title: 'Refund window', uri: faq, content: 'Refunds within 30 days.' },
+          { id: 'q2', title: 'Refund method', uri: faq, content: 'Refunds go back to the card used.' },
+        ],
+      }),
+    });
+    const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ type: 'knowledge_base', name: 'faq', collection_id: collection.id }] });
+    await sendEvents(api.deps, session, [{ type: 'user.message', content: text(`[[tool:${collection.id}_fetch {"id":"q1"}]] [[tool:${collection.id}_fetch {"id":"q2"}]]`) }]);
+    const { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+    const answer = events.filter((e) => e.type === 'agent.message').at(-1)!;
+    expect(answer.content.find((b: { type: string }) => b.type === 'text').citations).toEqual([
+      { type: 'knowledge_base', document_uri: faq, document_title: 'Refund window' },
+      { type: 'knowledge_base', document_uri: faq, document_title: 'Refund method' },
     ]);
   });
 
