@@ -28,7 +28,7 @@ const USAGE = `commands:
   credits show --project ID
   service-token create --account ID --client-id C
   service-token revoke --id TOKEN_ID   (browser tokens it minted stop working too)
-  idp-token create --subject S --account ID
+  idp-token create --subject S --account ID[,ID...]   (valid for 1 hour)
   dev-credentials            (creates or prints .data/dev-credentials.json)
 ${ADMIN_EXTENSIONS.map((e) => `  ${e.usage}`).join('\n')}`;
 
@@ -148,9 +148,10 @@ async function run(command: string, positionals: string[], flags: Flags, db: Ret
       return { id, revoked: true };
     }
     case 'idp-token create': {
-      const accountId = need(flags, 'account');
-      if (!(await accountExists(db, accountId))) throw new Error(`no account with id ${accountId}`);
-      return { token: await signDevIdpToken(config, { subject: need(flags, 'subject'), accountIds: [accountId] }) };
+      // A user of several accounts: --account A,B (its account_ids claim lists them all).
+      const accountIds = need(flags, 'account').split(',').map((id) => id.trim()).filter(Boolean);
+      for (const accountId of accountIds) if (!(await accountExists(db, accountId))) throw new Error(`no account with id ${accountId}`);
+      return { token: await signDevIdpToken(config, { subject: need(flags, 'subject'), accountIds }) };
     }
     default:
       if (positionals[0] === 'dev-credentials') return devCredentials(db);

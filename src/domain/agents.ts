@@ -52,7 +52,7 @@ const settings = openObject
 const mcpServers = z.array(openObject).max(AGENT_LIMITS.mcpServers, `must have at most ${AGENT_LIMITS.mcpServers} items`);
 const skills = z.array(openObject).max(AGENT_LIMITS.skills, `must have at most ${AGENT_LIMITS.skills} items`);
 const tools = toolsSchema(AGENT_LIMITS.tools);
-const projectId = z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(AGENT_LIMITS.projectIdChars);
+const projectId = z.string({ error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string') }).min(1, 'must not be empty').max(AGENT_LIMITS.projectIdChars);
 
 /** A per-key metadata patch: a string adds or updates the key, null deletes it. */
 export function metadataPatchSchema(reserved: readonly string[] = []) {
