@@ -86,6 +86,8 @@ interface CloseInput {
    * this close claims (workflow code older than this does not).
    */
   endIfInterrupted?: boolean;
+  /** The close of a run no execution holds any more (an operator ended it): its end says so whatever came after. */
+  orphan?: true;
 }
 
 const RUN_STARTING_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'];
@@ -127,17 +129,23 @@ export function createRunCycleActivities(deps: Deps) {
   ): Promise<RunCycle> {
     const session = locked ?? (await lockSessionWithAgent(client, input.sessionId));
     if (!session || session.deleted_at) {
-      // A run the deleted session's log still holds, found by a fresh execution (the one that
-      // ran it is gone): it ends now, billed for what it used, as any orphaned run does.
-      if (session?.active_run_id && input.freshExecution) {
-        await closeCycle(client, {
-          sessionId: session.id,
-          runId: session.active_run_id,
-          cycleKey: `${input.cycleKey}:orphan`,
-          contextTokens: await latestTurnTokens(client, session.id, session.active_run_id),
-          errorCode: 'run_interrupted',
-          endRun: true,
-        });
+      // A run the deleted session's log still holds: one that never started (the delete came
+      // before its claim) was cancelled by the delete, and ends user_cancelled; one that started,
+      // found by a fresh execution (the one that ran it is gone), ends now billed for what it
+      // used, as any orphaned run does.
+      if (session?.active_run_id) {
+        const runId = session.active_run_id;
+        const { rowCount: started } = await client.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = 'session.status_running'`, [session.id, runId]);
+        if (!started || input.freshExecution) {
+          await closeCycle(client, {
+            sessionId: session.id,
+            runId,
+            cycleKey: `${input.cycleKey}:orphan`,
+            ...(started ? { orphan: true as const, errorCode: 'run_interrupted' as const } : {}),
+            contextTokens: await latestTurnTokens(client, session.id, runId),
+            endRun: true,
+          });
+        }
       }
       // Between runs the workflow ends on this answer: the reconciler need not wake it again.
       // (A paused run's claim does not end it: its run must end first, which the interrupt does.)
@@ -201,6 +209,7 @@ export function createRunCycleActivities(deps: Deps) {
           sessionId: session.id,
           runId,
           cycleKey: `${input.cycleKey}:orphan`,
+          orphan: true,
           contextTokens: await latestTurnTokens(client, session.id, runId),
           ...(read!.interrupted ? { stopReason: 'user_cancelled' as const } : { errorCode: 'run_interrupted' as const }),
           endRun: true,
@@ -344,10 +353,17 @@ export function createRunCycleActivities(deps: Deps) {
       if (rowCount && !input.errorCode) stopReason = 'user_cancelled';
       if (rowCount && toolCalls) endRun = true;
     }
-    // A delete interrupts the run in flight (docs): one that ends after the delete committed
-    // (its model answered before the cancellation reached the call) ends user_cancelled, as an
-    // interrupt's run does; what it produced stays in the log and is billed.
-    if (session.deleted_at && endRun && !input.errorCode) stopReason = 'user_cancelled';
+    // A delete interrupts the run in flight (docs): one that ends after the delete committed ends
+    // user_cancelled, as an interrupt's run does: whether its model answered before the
+    // cancellation reached the call (what it produced stays in the log and is billed), or its
+    // next step found the session deleted (run_interrupted), or it never started. A run that
+    // failed on its own (an upstream error), or that an operator's termination had already
+    // orphaned, keeps its error.
+    let errorCode = input.errorCode;
+    if (session.deleted_at && endRun && !input.orphan && (errorCode === undefined || errorCode === 'run_interrupted')) {
+      errorCode = undefined;
+      stopReason = 'user_cancelled';
+    }
     // A run that ends while paused (an interrupt, abandonment, an operator's cancel, an orphaned
     // run's close) answers its outstanding client calls as cancelled, just before its closing event: the next run's
     // conversation must hold a result for every tool call before the messages that follow, and
@@ -363,12 +379,12 @@ export function createRunCycleActivities(deps: Deps) {
     // The closing event decides: if an earlier attempt already appended it, that attempt also
     // did everything below in the same transaction, so there is nothing left to do.
     let closing: NewEvent;
-    if (input.errorCode) {
+    if (errorCode) {
       closing = {
         type: 'session.error',
-        content: [{ type: 'error', message: await errorMessage(client, session, input.errorCode, usage), code: input.errorCode }],
+        content: [{ type: 'error', message: await errorMessage(client, session, errorCode, usage), code: errorCode }],
         usage,
-        error_code: input.errorCode,
+        error_code: errorCode,
         run_id: input.runId,
         idempotency_key: key,
         processed: true,
@@ -420,7 +436,7 @@ export function createRunCycleActivities(deps: Deps) {
         // A pause records the calls it waits for; a run that ends while paused cancelled them above.
         toolCalls ? JSON.stringify(toolCalls.map((call) => call.id)) : outstanding.length > 0 ? '[]' : null,
         endRun,
-        input.errorCode ? 'error' : 'idle',
+        errorCode ? 'error' : 'idle',
         outstanding.length > 0 ? JSON.stringify(union(session.cancelled_tool_use_ids, outstanding)) : null,
       ],
     );

@@ -1,5 +1,8 @@
 import { apiCaller, useRuntimeEnv } from '../../support/runtime';
 import { reconcileDeletedSessions } from '../../../src/temporal/reconciler';
+import { withTransaction } from '../../../src/store/db';
+import { appendEvents } from '../../../src/store/events';
+import { newId } from '../../../src/store/ids';
 
 /**
  * The whole path as an API client sees it: agents, sessions and events over HTTP, the
@@ -116,6 +119,22 @@ test('a run whose model answers before the delete\'s cancellation reaches it sti
   expect(log.at(-1)!.attributes.stop_reason).toBe('user_cancelled');
 });
 
+test('a session deleted before its workflow claimed the message\'s run: that run ends user_cancelled, with no model call', async () => {
+  const sessionId = await newSession();
+  // The message is in the log and its run named (as the api does), but no signal went out yet.
+  const runId = newId('run');
+  await withTransaction(env.api.deps.db, async (client) => {
+    await appendEvents(client, sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'never answered' }], run_id: runId }]);
+    await client.query(`UPDATE sessions SET active_run_id = $2, status = 'running' WHERE id = $1`, [sessionId, runId]);
+  });
+  const calls = env.simulator.requests.length;
+  expect((await fetch(`${env.api.url}/v1/sessions/${sessionId}`, { method: 'DELETE', headers: { authorization: `Bearer ${env.tenant.key}` } })).status).toBe(204);
+  expect(await workflowEnds(sessionId)).toBe('COMPLETED');
+  const { rows } = await env.api.deps.db.query(`SELECT type, attributes->>'stop_reason' AS stop_reason FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId]);
+  expect(rows).toEqual([{ type: 'user.message', stop_reason: null }, { type: 'session.status_idle', stop_reason: 'user_cancelled' }]);
+  expect(env.simulator.requests.length).toBe(calls);
+});
+
 test('deleting an idle session ends its workflow', async () => {
   const sessionId = await newSession();
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }]);
@@ -147,7 +166,7 @@ test("a deleted session whose delete signal was lost: the reconciler ends its wo
   expect(await signals()).toBe(before);
 });
 
-test('a session deleted while its run is in flight and the interrupt is lost: the run stops at its next step', async () => {
+test('a session deleted while its run is in flight and the interrupt is lost: the run stops at its next step, user_cancelled', async () => {
   const sessionId = await newSession([{ type: 'echo', name: 'say' }]);
   await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: '[[tool:say {"message":"x"}]] [[repeat:6]] [[then-delay:400]]' }] }]);
   for (const deadline = Date.now() + 10_000; (await env.api.deps.db.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND type = 'session.turn_usage'`, [sessionId])).rowCount === 0; ) {
@@ -157,8 +176,9 @@ test('a session deleted while its run is in flight and the interrupt is lost: th
   // Deleted with Temporal unreachable: no interrupt reached the workflow.
   await env.api.deps.db.query(`UPDATE sessions SET deleted_at = now(), status = 'terminated' WHERE id = $1`, [sessionId]);
   expect(await workflowEnds(sessionId)).toBe('COMPLETED');
-  const { rows } = await env.api.deps.db.query(`SELECT type, error_code FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId]);
-  expect(rows.at(-1)).toEqual({ type: 'session.error', error_code: 'run_interrupted' });
+  const { rows } = await env.api.deps.db.query(`SELECT type, error_code, attributes->>'stop_reason' AS stop_reason FROM session_events WHERE session_id = $1 ORDER BY seq`, [sessionId]);
+  // The delete cancelled the run, as an interrupt would have.
+  expect(rows.at(-1)).toEqual({ type: 'session.status_idle', error_code: null, stop_reason: 'user_cancelled' });
   expect(rows.filter((r) => r.type === 'session.turn_usage').length).toBeLessThan(7);
   expect((await env.api.deps.db.query('SELECT workflow_ended_at IS NOT NULL AS ended FROM sessions WHERE id = $1', [sessionId])).rows[0].ended).toBe(true);
 });

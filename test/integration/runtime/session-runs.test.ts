@@ -438,9 +438,11 @@ describe('knowledge-base grounding', () => {
     expect(results[1]!.content[0]).toMatchObject({ is_error: true, error_code: 'not_found' });
     expect(results[0]).not.toHaveProperty('_citations');
     // The model is told what the search takes: a query, filters to narrow it and how many results.
-    const offered = simulator.requests.map((r) => r.body as { tools?: Array<{ function: { name: string; parameters: { properties: Record<string, unknown> } } }> }).find((body) => body.tools?.some((t) => t.function.name === `${collectionId}_search`));
-    const searchTool = offered!.tools!.find((t) => t.function.name === `${collectionId}_search`)!;
-    expect(Object.keys(searchTool.function.parameters.properties)).toEqual(['query', 'filters', 'top_n']);
+    type OfferedTool = { function?: { name: string; parameters: { properties: Record<string, unknown> } } };
+    const isSearch = (t: OfferedTool) => t.function?.name === `${collectionId}_search`;
+    const offered = simulator.requests.map((r) => r.body as { tools?: OfferedTool[] }).find((body) => Array.isArray(body.tools) && body.tools.some(isSearch));
+    const searchTool = offered!.tools!.find(isSearch)!;
+    expect(Object.keys(searchTool.function!.parameters.properties)).toEqual(['query', 'filters', 'top_n']);
     const answer = events.filter((e) => e.type === 'agent.message').at(-1)!;
     expect(answer.content.find((b: { type: string }) => b.type === 'text').citations).toEqual([
       { type: 'knowledge_base', document_uri: 'https://shop.example/refunds', document_title: 'Refund policy' },
