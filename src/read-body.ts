@@ -141,6 +141,23 @@ export function refuseBody(exchange: Exchange, refusal: () => Error, bytesRead =
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   const beyondBound = Number.isFinite(declared) && declared - bytesRead > DRAIN_LIMIT_BYTES;
   if (waitingForContinue || req.complete || beyondBound) return closingAfterResponse(exchange, refusal);
+  drainWithinBounds(req);
+  req.resume();
+  return refusal();
+}
+
+/** Requests whose remaining body is being discarded within the bounds. */
+const draining = new WeakSet<IncomingMessage>();
+
+/**
+ * Discards what is left of a request's body, closing the connection past DRAIN_LIMIT_BYTES or
+ * DRAIN_LIMIT_MS. Called for a refused body (refuseBody), and for any request answered before
+ * its body was read (a 401, a 404, ...), which Node would otherwise read to its end whatever
+ * its size or pace (see boundUnreadBodies).
+ */
+function drainWithinBounds(req: IncomingMessage): void {
+  if (draining.has(req)) return;
+  draining.add(req);
   let drained = 0;
   const stop = () => req.socket.destroy();
   const timer = setTimeout(stop, DRAIN_LIMIT_MS);
@@ -157,8 +174,22 @@ export function refuseBody(exchange: Exchange, refusal: () => Error, bytesRead =
   // The connection may carry the client's next request once this body has ended.
   req.once('end', done);
   req.once('close', done);
-  req.resume();
-  return refusal();
+}
+
+/**
+ * Every request answered while its body is still arriving has the rest discarded within the
+ * drain bounds. (Node reads and discards such a body itself once the answer is sent, to the
+ * end, however large or slow: one request could hold a connection for gigabytes or hours.)
+ */
+export function boundUnreadBodies(req: IncomingMessage, res: ServerResponse): void {
+  // 'prefinish' comes before Node's own 'finish' handling, which would dump the body (a dumped
+  // body's bytes are dropped before any 'data' listener could count them): reading it here,
+  // Node leaves it to us.
+  res.once('prefinish', () => {
+    if (req.complete || req.destroyed || draining.has(req)) return;
+    drainWithinBounds(req);
+    req.resume();
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, STATUS_CODES, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { continueWhenBodyIsRead } from '../read-body';
+import { boundUnreadBodies, continueWhenBodyIsRead } from '../read-body';
 
 export interface RefusalAnswer {
   status: number;
@@ -33,6 +33,7 @@ export function createRefusingServer(listener: RequestListener, render: RenderRe
     if (req.httpVersion === '1.1' && req.headers.host === undefined) {
       return answer(req, res, { status: 400, type: 'invalid_request_error', message: 'the Host header is required' }, render);
     }
+    boundUnreadBodies(req, res);
     listener(req, res);
   });
   continueWhenBodyIsRead(server);

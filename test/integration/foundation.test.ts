@@ -232,6 +232,34 @@ describe('HTTP basics', () => {
     }
   });
 
+  test('a request answered before its body was read (404, 401): the rest is discarded within the drain bound, not to its end', async () => {
+    const port = Number(new URL(api.url).port);
+    const total = DRAIN_LIMIT_BYTES + 32 * 1024 * 1024;
+    for (const path of ['/v1/nope', '/v1/agents']) {
+      const outcome = await new Promise<{ text: string; sent: number }>((resolve) => {
+        const socket = connect(port, '127.0.0.1');
+        let text = '';
+        let sent = 0;
+        socket.on('data', (chunk) => (text += chunk.toString('latin1')));
+        const finish = () => resolve({ text, sent });
+        socket.on('close', finish);
+        socket.on('error', finish);
+        socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`);
+        const piece = Buffer.alloc(1024 * 1024, 0x20);
+        void (async () => {
+          while (sent < total && !socket.destroyed) {
+            sent += piece.length;
+            if (!socket.write(piece)) await new Promise((drained) => socket.once('drain', drained));
+          }
+          // Everything sent and the connection still open: it would have been read to the end.
+          setTimeout(() => socket.destroy(), 3000);
+        })();
+      });
+      expect(outcome.text).toMatch(/^HTTP\/1\.1 (404|401) /);
+      expect(outcome.sent).toBeLessThan(total);
+    }
+  });
+
   test('a body that stalls is refused with 408 after one rate window, not held for minutes', async () => {
     const tenant = await createTenant(api.deps.db);
     const started = Date.now();
