@@ -120,6 +120,14 @@ export function readBodyUpTo(exchange: Exchange, limit: number, tooLarge: () => 
   });
 }
 
+/**
+ * The least rate a request body must keep, over each 15-second window while it is read: a
+ * body stalled or dripping holds a connection and a request's slot, so it is refused (408)
+ * after 15 seconds rather than after Node's 300-second request timeout. 8 KiB/s lets any
+ * client with a working connection through. (Each server words its own 408.)
+ */
+export const BODY_MIN_RATE = { bytesPerSecond: 8 * 1024, windowMs: 15_000 };
+
 /** How much of a refused body is read and discarded, and for how long, before the connection closes. */
 export const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 export const DRAIN_LIMIT_MS = 10_000;

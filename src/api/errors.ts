@@ -1,3 +1,5 @@
+import { BODY_MIN_RATE as MIN_RATE } from '../read-body';
+
 /**
  * The one error hierarchy of the HTTP surface. Each error has a status, a stable
  * `type`, and a message that is safe to show to the caller. The error middleware
@@ -47,16 +49,10 @@ export const conflict = (message: string) => new ApiError(409, 'conflict_error',
 export const forbidden = (message: string) => new ApiError(403, 'permission_error', message);
 export const payloadTooLarge = (limitBytes: number) =>
   new ApiError(413, 'request_too_large', `request body exceeds the limit of ${limitBytes} bytes`);
-/**
- * The least rate a request body must keep, over each 15-second window while it is read: a
- * body stalled or dripping holds a connection and a request's slot, so it is refused (408)
- * after 15 seconds rather than after Node's 300-second request timeout. 8 KiB/s lets any
- * client with a working connection through.
- */
+/** The minimum body rate (read-body.ts), with the gateway's 408. */
 export const BODY_MIN_RATE = {
-  bytesPerSecond: 8 * 1024,
-  windowMs: 15_000,
-  tooSlow: () => new ApiError(408, 'invalid_request_error', `the request body arrived slower than ${8 * 1024} bytes a second; send it again`),
+  ...MIN_RATE,
+  tooSlow: () => new ApiError(408, 'invalid_request_error', `the request body arrived slower than ${MIN_RATE.bytesPerSecond} bytes a second; send it again`),
 };
 export const unsupportedMediaType = (accepted = 'application/json') =>
   new ApiError(415, 'unsupported_media_type', `Content-Type must be ${accepted}`);

@@ -6,7 +6,7 @@ import { verifyPassword } from '../domain/platform';
 import { findPlatformUser, platformUserAccountIds } from '../store/platform';
 import { PLATFORM_DOCS_URL, PlatformError, invalidValue, platformForbidden } from './errors';
 import type { PlatformContext, PlatformMiddleware } from './types';
-import { encodedWith, readBodyUpTo, refuseBody, type ReadOptions } from '../read-body';
+import { BODY_MIN_RATE, encodedWith, readBodyUpTo, refuseBody, type ReadOptions } from '../read-body';
 import { decodeUtf8, JsonTextError, nulField, parseJsonText } from '../json-text';
 import { TokenBuckets } from '../api/middleware/rate-limit';
 import { databaseUnavailable, nulInText } from '../store/db-errors';
@@ -131,7 +131,12 @@ export async function readRaw(ctx: PlatformContext, limit: number, options: Read
 }
 
 export async function readJson(ctx: PlatformContext, limit: number): Promise<unknown> {
-  const raw = await readRaw(ctx, limit);
+  const raw = await readRaw(ctx, limit, {
+    minRate: {
+      ...BODY_MIN_RATE,
+      tooSlow: () => new PlatformError(408, 'Request Timeout', [{ resource: 'request', type: 'invalid_value', message: `the body arrived slower than ${BODY_MIN_RATE.bytesPerSecond} bytes a second` }]),
+    },
+  });
   // Every operation that reads a JSON body requires one (the OpenAPI document says so).
   if (raw.length === 0) throw new PlatformError(400, 'Bad Request', [{ resource: 'request', field: 'body', type: 'missing_value', message: 'a JSON body is required' }]);
   if (!ctx.is('application/json')) throw invalidValue('request', 'Content-Type', 'must be application/json');

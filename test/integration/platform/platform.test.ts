@@ -1,6 +1,7 @@
 import { request as httpRequest, type Server } from 'node:http';
 import { crc32, gzipSync } from 'node:zlib';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { createConnection, createServer as createNetServer, type AddressInfo } from 'node:net';
+import { BODY_MIN_RATE } from '../../../src/read-body';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Pool } from 'pg';
@@ -587,6 +588,23 @@ describe('405 Method Not Allowed', () => {
     }
   });
 });
+
+test('a JSON body that stalls is refused with 408 after one rate window, in the platform error shape', async () => {
+  const port = Number(new URL(url).port);
+  const started = Date.now();
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = createConnection(port, '127.0.0.1', () =>
+      socket.write(`POST /v1/accounts/${accountId}/apps HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.authorization}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`),
+    );
+    let text = '';
+    socket.on('data', (chunk) => (text += chunk.toString()));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({ message: 'Request Timeout', errors: [{ resource: 'request', type: 'invalid_value' }] });
+  expect(Date.now() - started).toBeLessThan(2 * BODY_MIN_RATE.windowMs);
+}, 40_000);
 
 describe('the OpenAPI document', () => {
   /** Checks an answer against the schema the document declares for its operation and status. */
