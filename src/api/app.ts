@@ -2,7 +2,8 @@ import Koa from 'koa';
 import type Router from '@koa/router';
 import type { Deps } from '../deps';
 import { badRequest, methodNotAllowed, notFound } from './errors';
-import { refuseRepeatedCredentials } from '../net/credential-headers';
+import { refuseRepeatedCredentials, repeatedCredentialMessage } from '../net/credential-headers';
+import { isOAuthPath } from './routes/oauth';
 import { accessLog } from './middleware/access-log';
 import { cors } from './middleware/cors';
 import { errorHandler } from './middleware/error-handler';
@@ -73,7 +74,7 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
   };
   // CORS first: every answer, a refusal included, is readable by a page.
   app.use(cors(methodsFor));
-  app.use(refuseRepeatedCredentials((header) => badRequest(`the ${header} header was sent more than once; send one credential`)));
+  app.use(refuseRepeatedCredentials((header, path) => (isOAuthPath(path) ? undefined : badRequest(repeatedCredentialMessage(header)))));
   for (const router of routers) app.use(router.routes());
   // Nothing answered: 405 when the path exists under other methods, else 404.
   app.use((ctx) => {

@@ -1,17 +1,25 @@
 import type { RequestListener, Server } from 'node:http';
 import { createRefusingServer } from '../net/parser-errors';
 import { isMessagesPath, nativeErrorType } from './middleware/error-handler';
+import { CORS_HEADERS } from './middleware/cors';
+import { isOAuthPath } from './routes/oauth';
 
 /**
  * The api's HTTP server. Requests Node would refuse itself (see createRefusingServer) get the
  * gateway's error envelope and a request id like any other error (the provider-native one on
- * the messages routes).
+ * the messages routes, OAuth's on the OAuth routes).
  */
 export function createApiServer(app: { callback(): RequestListener }): Server {
-  const server = createRefusingServer(app.callback(), ({ status, type, message }, requestId, path) =>
-    path !== undefined && isMessagesPath(path)
-      ? { type: 'error', error: { type: nativeErrorType(status), message, request_id: requestId } }
-      : { error: { message, type, code: status, request_id: requestId } },
+  const server = createRefusingServer(
+    app.callback(),
+    ({ status, type, message }, requestId, path) =>
+      path !== undefined && isMessagesPath(path)
+        ? { type: 'error', error: { type: nativeErrorType(status), message, request_id: requestId } }
+        : path !== undefined && isOAuthPath(path)
+          ? { error: 'invalid_request', error_description: message }
+          : { error: { message, type, code: status, request_id: requestId } },
+    // As on every other answer: both request-id headers, and readable by a page of any origin.
+    (requestId) => ({ 'request-id': requestId, ...CORS_HEADERS }),
   );
   // Longer than clients' idle keep-alive, so a reused connection is never closed by the
   // server at the moment a request is sent on it.

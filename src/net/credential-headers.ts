@@ -14,11 +14,17 @@ export function repeatedCredentialHeader(rawHeaders: string[]): string | undefin
   return undefined;
 }
 
-/** Middleware refusing a request that repeats a credential header, with the server's own error. */
-export function refuseRepeatedCredentials(toError: (header: string) => Error) {
-  return async (ctx: { req: { rawHeaders: string[] } }, next: () => Promise<unknown>): Promise<void> => {
+/**
+ * Middleware refusing a request that repeats a credential header, with the error `toError`
+ * builds for its path (undefined: the path's own routes make the check, in their shape).
+ */
+export function refuseRepeatedCredentials(toError: (header: string, path: string) => Error | undefined) {
+  return async (ctx: { req: { rawHeaders: string[] }; path: string }, next: () => Promise<unknown>): Promise<void> => {
     const repeated = repeatedCredentialHeader(ctx.req.rawHeaders);
-    if (repeated) throw toError(repeated);
+    const error = repeated ? toError(repeated, ctx.path) : undefined;
+    if (error) throw error;
     await next();
   };
 }
+
+export const repeatedCredentialMessage = (header: string) => `the ${header} header was sent more than once; send one credential`;

@@ -27,18 +27,18 @@ export type RenderRefusal = (answer: RefusalAnswer, requestId: string, path: str
  * and an `Expect` other than 100-continue (Node answers both with a bare status line). A body
  * is read only once the app asks for it (`Expect: 100-continue` answered then).
  */
-export function createRefusingServer(listener: RequestListener, render: RenderRefusal): Server {
+export function createRefusingServer(listener: RequestListener, render: RenderRefusal, headers: (requestId: string) => Record<string, string> = () => ({})): Server {
   const server = createServer({ requireHostHeader: false }, (req, res) => {
     // RFC 9112 §3.2: a request of HTTP/1.1 without Host is 400.
     if (req.httpVersion === '1.1' && req.headers.host === undefined) {
-      return answer(req, res, { status: 400, type: 'invalid_request_error', message: 'the Host header is required' }, render);
+      return answer(req, res, { status: 400, type: 'invalid_request_error', message: 'the Host header is required' }, render, headers);
     }
     boundUnreadBodies(req, res);
     listener(req, res);
   });
   continueWhenBodyIsRead(server);
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
-    answer(req, res, { status: 417, type: 'invalid_request_error', message: 'the only expectation supported is Expect: 100-continue' }, render),
+    answer(req, res, { status: 417, type: 'invalid_request_error', message: 'the only expectation supported is Expect: 100-continue' }, render, headers),
   );
   server.on('clientError', (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
     // As Node's own handler: no answer on a connection whose response in progress has begun
@@ -51,18 +51,21 @@ export function createRefusingServer(listener: RequestListener, render: RenderRe
     const refusal = clientErrorAnswer(error.code);
     const requestId = randomUUID();
     const body = JSON.stringify(render(refusal, requestId, requestPath(error.rawPacket)));
+    const extra = Object.entries(headers(requestId))
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
     socket.end(
       `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-ID: ${requestId}\r\n${extra}Connection: close\r\n\r\n${body}`,
     );
   });
   return server;
 }
 
-function answer(req: IncomingMessage, res: ServerResponse, refusal: RefusalAnswer, render: RenderRefusal): void {
+function answer(req: IncomingMessage, res: ServerResponse, refusal: RefusalAnswer, render: RenderRefusal, headers: (requestId: string) => Record<string, string>): void {
   const requestId = randomUUID();
   const body = JSON.stringify(render(refusal, requestId, (req.url ?? '').split('?')[0]));
-  res.writeHead(refusal.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Request-ID': requestId, Connection: 'close' });
+  res.writeHead(refusal.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Request-ID': requestId, ...headers(requestId), Connection: 'close' });
   res.end(body);
 }
 

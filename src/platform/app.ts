@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { createRefusingServer } from '../net/parser-errors';
-import { refuseRepeatedCredentials } from '../net/credential-headers';
+import { refuseRepeatedCredentials, repeatedCredentialMessage } from '../net/credential-headers';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
@@ -37,7 +37,7 @@ export function createPlatformApp(
 
   app.use(
     refuseRepeatedCredentials(
-      (header) => new PlatformError(400, 'Bad Request', [{ resource: 'request', field: header, type: 'invalid_value', message: `the ${header} header was sent more than once; send one credential` }]),
+      (header) => new PlatformError(400, 'Bad Request', [{ resource: 'request', field: header, type: 'invalid_value', message: repeatedCredentialMessage(header) }]),
     ),
   );
   // Before HTTP Basic, so a flood of guesses is refused without a scrypt check each.

@@ -81,9 +81,9 @@ describe('API keys', () => {
     const platform = await startPlatform(api.deps.db);
     const { headers: platformHeaders } = await platformUserWithAccount(api.deps.db, 'twice');
     /** Sends a GET with `name` repeated, one line per value. */
-    const twice = (url: string, name: string, values: string[]) =>
+    const twice = (url: string, name: string, values: string[], method = 'GET') =>
       new Promise<{ status: number; body: any; cors?: string }>((resolve, reject) => {
-        const request = httpRequest(url, (response) => {
+        const request = httpRequest(url, { method }, (response) => {
           let body = '';
           response.on('data', (chunk) => (body += chunk));
           response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(body), cors: response.headers['access-control-allow-origin'] }));
@@ -100,6 +100,9 @@ describe('API keys', () => {
         expect(answer.body.error).toMatchObject({ type: 'invalid_request_error', message: 'the authorization header was sent more than once; send one credential' });
         expect(answer.cors).toBe('*'); // a page can read this refusal too
       }
+      // OAuth's token endpoint answers in OAuth's shape.
+      const oauth = await twice(`${api.url}/oauth/token`, 'authorization', ['Basic eDp5', 'Basic eDp6'], 'POST');
+      expect(oauth).toMatchObject({ status: 400, body: { error: 'invalid_request', error_description: 'the authorization header was sent more than once; send one credential' } });
       const messages = await twice(`${api.url}/v1/messages`, 'x-api-key', [tenant.key, tenant.key]);
       expect(messages).toMatchObject({ status: 400, body: { type: 'error', error: { type: 'invalid_request_error' } } });
       const sites = await twice(`${platform.url}/v1/sites`, 'authorization', [platformHeaders.authorization!, platformHeaders.authorization!]);

@@ -117,13 +117,13 @@ describe('HTTP basics', () => {
     await expectEnvelope(huge, 431, 'request_too_large');
     /** Sends raw bytes; returns the status line and the parsed body. */
     const rawExchange = (bytes: string) =>
-      new Promise<{ head: string; body: Record<string, any>; requestId: string | undefined }>((resolve, reject) => {
+      new Promise<{ head: string; body: Record<string, any>; requestId: string | undefined; raw: string }>((resolve, reject) => {
         const socket = connect(Number(new URL(api.url).port), '127.0.0.1', () => socket.write(bytes));
         let text = '';
         socket.on('data', (chunk) => (text += chunk.toString()));
         socket.on('end', () => {
           const body = JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
-          resolve({ head: text.split('\r\n')[0]!, body, requestId: /\r\nX-Request-ID: (\S+)\r\n/i.exec(text)?.[1] });
+          resolve({ head: text.split('\r\n')[0]!, body, requestId: /\r\nX-Request-ID: (\S+)\r\n/i.exec(text)?.[1], raw: text });
         });
         socket.on('error', reject);
       });
@@ -136,7 +136,12 @@ describe('HTTP basics', () => {
       const answer = await rawExchange(bytes);
       expect(answer.head).toBe(head);
       expect(answer.body).toMatchObject({ error: { type: 'invalid_request_error', code, request_id: answer.requestId } });
+      // As every answer: both request-id headers, readable by a page of any origin.
+      expect(answer.raw).toContain(`\r\nrequest-id: ${answer.requestId}\r\n`);
+      expect(answer.raw).toContain('\r\nAccess-Control-Allow-Origin: *\r\n');
     }
+    // On the OAuth routes, OAuth's own shape.
+    expect((await rawExchange('POST /oauth/token HTTP/1.1\r\nConnection: close\r\n\r\n')).body).toEqual({ error: 'invalid_request', error_description: 'the Host header is required' });
     // HTTP/1.0 needs no Host.
     expect((await rawExchange('GET /v1/models HTTP/1.0\r\n\r\n')).body.object).toBe('list');
     // On the messages route, the provider-native envelope.

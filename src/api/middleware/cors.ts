@@ -2,6 +2,8 @@ import type { Middleware } from '../types';
 
 /** Response headers a browser script may read (the request id, concurrency and retry hints). */
 const EXPOSED = ['X-Request-ID', 'request-id', 'ETag', 'Retry-After', 'Location', 'WWW-Authenticate'].join(', ');
+/** On every answer (also those the server gives before the app sees a request). */
+export const CORS_HEADERS = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
 /** A `Access-Control-Request-Headers` value: a comma-separated list of header names. */
 const HEADER_LIST = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|~-]+)*$/;
 
@@ -14,8 +16,7 @@ const HEADER_LIST = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+(\s*,\s*[A-Za-z0-9!#$%&'*+.^_`|
  */
 export function cors(methodsFor: (path: string) => string[]): Middleware {
   return async (ctx, next) => {
-    ctx.set('Access-Control-Allow-Origin', '*');
-    ctx.set('Access-Control-Expose-Headers', EXPOSED);
+    ctx.set(CORS_HEADERS);
     const requested = ctx.get('access-control-request-method');
     if (ctx.method !== 'OPTIONS' || requested === '') return next();
     const methods = methodsFor(ctx.path);

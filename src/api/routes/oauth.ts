@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
+import { refuseRepeatedCredentials, repeatedCredentialMessage } from '../../net/credential-headers';
 import { z } from 'zod';
 import type { Deps } from '../../deps';
 import { hashSecret } from '../../auth/api-keys';
@@ -34,6 +35,11 @@ import { firstIssue } from '../../first-issue';
  * - POST /oauth/token     client_credentials grant (RFC 6749 §4.4) → `oat_` access token for POST /v1/sites.
  * Errors use the OAuth shape `{error, error_description}`, not the gateway envelope.
  */
+/** The OAuth routes, whose errors are OAuth's `{error, error_description}`. */
+export const isOAuthPath = (path: string): boolean => path.startsWith('/oauth/');
+
+const repeatedCredentials = refuseRepeatedCredentials((header) => new OAuthError(400, 'invalid_request', repeatedCredentialMessage(header)));
+
 export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
   const router = new Router<AppState, AppContext>();
 
@@ -50,7 +56,7 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
     };
   });
 
-  router.post('/oauth/register', rateLimit(deps), oauthErrors(), async (ctx) => {
+  router.post('/oauth/register', rateLimit(deps), oauthErrors(), repeatedCredentials, async (ctx) => {
     const principal = await initialAccessToken(deps, ctx.get('authorization'));
     const body = parseJsonObject(await readBody(ctx));
     // Postgres cannot store U+0000: refused here, naming the member, in the OAuth shape.
@@ -99,7 +105,7 @@ export function oauthRouter(deps: Deps): Router<AppState, AppContext> {
     };
   });
 
-  router.post('/oauth/token', rateLimit(deps), oauthErrors(), async (ctx) => {
+  router.post('/oauth/token', rateLimit(deps), oauthErrors(), repeatedCredentials, async (ctx) => {
     const params = parseTokenRequest(await readTokenRequest(ctx));
     const client = await authenticateClient(deps, ctx.get('authorization'), params);
     const grantType = params.grant_type;
