@@ -37,7 +37,7 @@ const variables = z
 const repository = z
   .url({ protocol: /^(https?|ssh|git)$/, error: 'must be an http(s), ssh or git URL' })
   .max(2048, 'must be at most 2048 characters')
-  .meta({ pattern: '^(https?|ssh|git):' });
+  .meta({ pattern: '^([hH][tT][tT][pP][sS]?|[sS][sS][hH]|[gG][iI][tT])://[^/?#\\s]+' });
 export const AppCreateSchema = z.strictObject({ name, repository: repository.optional() });
 export const EnvironmentCreateSchema = z.strictObject({ name: slug, branch: z.string().min(1).max(255).optional(), variables: variables.optional() });
 export const EnvironmentPatchSchema = z.strictObject({ branch: z.string().min(1).max(255).nullable().optional(), variables: variables.optional() });

@@ -663,6 +663,7 @@ describe('the OpenAPI document', () => {
     const refused: Array<[string, string, string, unknown]> = [
       [APPS, 'post', apps, { name: '   ' }],
       [APPS, 'post', apps, { name: 'x', repository: 'ftp://example.com/a' }],
+      [APPS, 'post', apps, { name: 'x', repository: 'https://' }],
       [APPS, 'post', apps, { name: 'x', repository: `https://example.com/${'a'.repeat(2040)}` }],
       [`${APPS}/{app}/environments`, 'post', `${apps}/${app.id}/environments`, { name: 'dev', branch: '' }],
       [`${APPS}/{app}/environments`, 'post', `${apps}/${app.id}/environments`, { name: 'dev', variables: { 'my-var': 'x' } }],
