@@ -135,8 +135,14 @@ export function createRunCycleActivities(deps: Deps) {
       // used, as any orphaned run does.
       if (session?.active_run_id) {
         const runId = session.active_run_id;
-        const { rowCount: started } = await client.query(`SELECT 1 FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = 'session.status_running'`, [session.id, runId]);
-        if (!started || input.freshExecution) {
+        const { rows: running } = await client.query<{ owner: string | null }>(
+          `SELECT attributes->>'execution' AS owner FROM session_events WHERE session_id = $1 AND run_id = $2 AND type = 'session.status_running' ORDER BY seq DESC LIMIT 1`,
+          [session.id, runId],
+        );
+        const started = running.length > 0;
+        // As below: a started run another execution claimed, and this one does not hold (a reset ended that execution).
+        const heldByEndedExecution = started && input.holding !== undefined && input.holding !== runId && running[0]!.owner !== null && running[0]!.owner !== input.execution;
+        if (!started || input.freshExecution || heldByEndedExecution) {
           await closeCycle(client, {
             sessionId: session.id,
             runId,

@@ -148,7 +148,9 @@ export function refuseBody(exchange: Exchange, refusal: () => Error, bytesRead =
   const waitingForContinue = req.headers.expect?.toLowerCase() === '100-continue' && !continueSent.has(req);
   const declared = Number(req.headers['content-length'] ?? Number.NaN);
   const beyondBound = Number.isFinite(declared) && declared - bytesRead > DRAIN_LIMIT_BYTES;
-  if (waitingForContinue || req.complete || beyondBound) return closingAfterResponse(exchange, refusal);
+  // A body already in full: nothing to drain, and the connection may carry the next request.
+  if (req.complete) return refusal();
+  if (waitingForContinue || beyondBound) return closingAfterResponse(exchange, refusal);
   drainWithinBounds(req);
   req.resume();
   return refusal();

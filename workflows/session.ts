@@ -345,7 +345,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           // activity claimed just before the cancellation arrived still goes through
           // executeRun, whose first activity fails at once and closes it as run_interrupted.
           if (CancellationScope.current().consideredCancelled && claimed?.kind !== 'start') throw new CancelledFailure('session workflow cancelled');
-          if (continueAfterRun) {
+          // (Not when the workflow is being cancelled: a run the close claimed goes through executeRun, as above.)
+          if (continueAfterRun && !CancellationScope.current().consideredCancelled) {
             // Temporal suggests a fresh history: continue at this run boundary, even with messages
             // queued, handing over the run the close claimed (and an interrupt already sent for it).
             await condition(allHandlersFinished);
