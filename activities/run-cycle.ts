@@ -90,6 +90,16 @@ interface CloseInput {
   orphan?: true;
 }
 
+/**
+ * A started run (`owner`: the execution its session.status_running names) that another
+ * execution claimed and the claiming one does not hold: an operator's reset ended that
+ * execution. (A run claimed by this execution, e.g. by a claim attempt that ran late, is never
+ * taken for an orphan.)
+ */
+function heldByEndedExecution(input: ClaimInput, runId: string, owner: string | null): boolean {
+  return input.holding !== undefined && input.holding !== runId && owner !== null && owner !== input.execution;
+}
+
 const RUN_STARTING_TYPES = ['user.message', 'system.message', 'user.tool_result', 'user.interrupt'];
 
 interface ClaimInput {
@@ -140,9 +150,7 @@ export function createRunCycleActivities(deps: Deps) {
           [session.id, runId],
         );
         const started = running.length > 0;
-        // As below: a started run another execution claimed, and this one does not hold (a reset ended that execution).
-        const heldByEndedExecution = started && input.holding !== undefined && input.holding !== runId && running[0]!.owner !== null && running[0]!.owner !== input.execution;
-        if (!started || input.freshExecution || heldByEndedExecution) {
+        if (!started || input.freshExecution || heldByEndedExecution(input, runId, running[0]!.owner)) {
           await closeCycle(client, {
             sessionId: session.id,
             runId,
@@ -203,11 +211,7 @@ export function createRunCycleActivities(deps: Deps) {
       runId = read!.next_run_id ?? newId('run');
       kind = 'start';
     } else {
-      // A started run another execution claimed and this one does not hold: an operator's reset
-      // to a point before that claim ended the execution that ran it. (A run claimed by this
-      // execution, e.g. by a claim attempt that ran late, is never taken for an orphan.)
-      const heldByEndedExecution = input.holding !== undefined && input.holding !== runId && read!.owner !== null && read!.owner !== input.execution;
-      if (started && (input.freshExecution || heldByEndedExecution)) {
+      if (started && (input.freshExecution || heldByEndedExecution(input, runId, read!.owner))) {
         // A run the log shows started (in flight, paused, or with results to resume it) that no
         // execution holds: it ends now, billed for the turns it completed, and an interrupt
         // sent for it makes that end user_cancelled. Then the log's waiting work is claimed.
