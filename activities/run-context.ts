@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Queryable } from '../src/store/db';
-import { isTextMediaType } from '../src/domain/fields';
+import { charsetOf, isTextMediaType, mediaTypeEssence, readTextFile } from '../src/domain/fields';
 import { EVENT_COLUMNS, type EventRow } from '../src/store/events';
 import type { RunToolEntry as ToolEntry } from '../src/domain/run-tools';
 import { documentAsText, type AssistantPart, type DocumentPart, type TextPart, type UnifiedMessage, type UserPart } from '../src/providers';
@@ -148,11 +148,21 @@ function messagePart(block: Record<string, unknown>): TextPart | DocumentPart | 
   const described = { ...(typeof block.title === 'string' ? { title: block.title } : {}), ...(typeof block.context === 'string' ? { context: block.context } : {}) };
   if (source.type === 'url' && typeof source.url === 'string') return { type: 'document', source: { type: 'url', url: source.url }, ...described };
   if (source.type === 'base64' && typeof source.data === 'string' && source.media_type && !isTextMediaType(source.media_type)) {
-    if (source.media_type === 'application/pdf') return { type: 'document', source: { type: 'base64', media_type: source.media_type, data: source.data }, ...described };
+    const mediaType = mediaTypeEssence(source.media_type);
+    if (mediaType === 'application/pdf') return { type: 'document', source: { type: 'base64', media_type: mediaType, data: source.data }, ...described };
     return { type: 'text', text: documentAsText({ type: 'document', source: { type: 'base64', media_type: source.media_type, data: '' }, ...described }) };
   }
-  const data = source.type === 'base64' ? Buffer.from(source.data ?? '', 'base64').toString('utf8') : String(source.data ?? '');
+  const data = source.type === 'base64' ? base64Text(source.data ?? '', source.media_type) : String(source.data ?? '');
   return { type: 'document', source: { type: 'text', data }, ...described };
+}
+
+/**
+ * A base64 text file's text in its charset (events are validated to be such text when they are
+ * accepted; an older event that is not is read with U+FFFD in place of its bad bytes).
+ */
+function base64Text(data: string, mediaType: string | undefined): string {
+  const read = readTextFile(data, mediaType ? charsetOf(mediaType) : undefined);
+  return 'text' in read ? read.text : Buffer.from(data, 'base64').toString('utf8');
 }
 
 /** System instructions are text: a document among them is read as text (a file only named). */

@@ -14,14 +14,19 @@
  *   during which the process answers nobody, where the same bytes of strings take milliseconds;
  * - no key is `__proto__`. JSON.parse keeps it as a plain key, but copying the object (as
  *   schema parsing does) sets a prototype instead, so the entry would silently vanish: a
- *   metadata filter `{"__proto__": [...]}` would filter nothing.
+ *   metadata filter `{"__proto__": [...]}` would filter nothing;
+ * - every number is one a double carries: `1e400` parses to Infinity, which `JSON.stringify`
+ *   writes as `null` (a tool schema's `maximum` would silently become null), and an integer
+ *   written beyond ±2^53 that a double cannot hold exactly (`12345678901234567891`) would come
+ *   back as another integer. Both are refused; decimals with more digits than a double holds
+ *   (`0.10000000000000000555`) are rounded as every JSON reader in JavaScript rounds them.
  */
 export const MAX_JSON_DEPTH = 128;
 export const MAX_JSON_CONTAINERS = 100_000;
 export const MAX_JSON_MEMBERS = 100_000;
 
 export class JsonTextError extends Error {
-  readonly kind: 'encoding' | 'syntax' | 'depth' | 'surrogate' | 'key' | 'size';
+  readonly kind: 'encoding' | 'syntax' | 'depth' | 'surrogate' | 'key' | 'size' | 'number';
   /** Where in the body the problem is (`messages[0].content`), or undefined for the whole body. */
   readonly path: string | undefined;
 
@@ -72,16 +77,25 @@ export function parseJsonText(text: string, options: { itemsOf?: string } = {}):
     throw new JsonTextError('syntax', 'request body is not valid JSON');
   }
   const items = options.itemsOf !== undefined ? itemsOf(value, options.itemsOf) : undefined;
+  // Integers beyond ±2^53 are rare: the text is scanned for inexact ones only when one is seen.
+  const seen = { unsafeInteger: false };
+  let inexact: Map<number, string> | undefined;
+  const check = (item: unknown, path: Array<string | number>, depth: number) => {
+    checkValue(item, path, depth, seen);
+    if (!seen.unsafeInteger) return;
+    inexact ??= inexactIntegers(text);
+    refuseInexactIntegers(item, path, inexact);
+  };
   if (!items) {
-    checkValue(value, [], 0);
+    check(value, [], 0);
     return value;
   }
   const body = value as Record<string, unknown>;
   body[options.itemsOf!] = [];
-  checkValue(body, [], 0);
+  check(body, [], 0);
   body[options.itemsOf!] = items.map((item, i) => {
     try {
-      checkValue(item, [options.itemsOf!, i], 2);
+      check(item, [options.itemsOf!, i], 2);
       return item;
     } catch (error) {
       if (!(error instanceof JsonTextError)) throw error;
@@ -119,7 +133,12 @@ function structureExceeding(text: string): 'containers' | 'members' | undefined 
 }
 
 // The path is one array, pushed and popped, so a large body costs no allocation per value.
-function checkValue(value: unknown, path: Array<string | number>, depth: number): void {
+function checkValue(value: unknown, path: Array<string | number>, depth: number, seen: { unsafeInteger: boolean }): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new JsonTextError('number', `${describe(path)} is a number too large to carry (beyond ±1.8e308)`, pathText(path));
+    if (Number.isInteger(value) && !Number.isSafeInteger(value)) seen.unsafeInteger = true;
+    return;
+  }
   if (typeof value === 'string') {
     if (!value.isWellFormed()) throw new JsonTextError('surrogate', `${describe(path)} contains an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape without its partner)`, pathText(path));
     return;
@@ -133,7 +152,7 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number)
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      checkValue(value[i], path, depth + 1);
+      checkValue(value[i], path, depth + 1, seen);
       path.pop();
     }
     return;
@@ -142,7 +161,71 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number)
     if (!key.isWellFormed()) throw new JsonTextError('surrogate', `a key in ${describe(path)} contains an unpaired UTF-16 surrogate`, pathText(path));
     if (key === '__proto__') throw new JsonTextError('key', `${describe(path)} has a key named __proto__, which is not accepted`, pathText(path));
     path.push(key);
-    checkValue((value as Record<string, unknown>)[key], path, depth + 1);
+    checkValue((value as Record<string, unknown>)[key], path, depth + 1, seen);
+    path.pop();
+  }
+}
+
+/**
+ * The integers the text writes that a double does not hold exactly, by the value JSON.parse
+ * made of them (`12345678901234567891` → 12345678901234567000): number tokens outside strings
+ * whose value has no fraction and lies beyond ±2^53.
+ */
+function inexactIntegers(text: string): Map<number, string> {
+  const found = new Map<number, string>();
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const start = i;
+      while (i + 1 < text.length && /[-+.eE0-9]/.test(text[i + 1]!)) i++;
+      const token = text.slice(start, i + 1);
+      const value = Number(token);
+      if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
+        const exact = integerWritten(token);
+        if (exact !== undefined && exact !== BigInt(value)) found.set(value, token);
+      }
+    }
+  }
+  return found;
+}
+
+/** The integer a JSON number token writes exactly, or undefined when it writes a fraction. */
+function integerWritten(token: string): bigint | undefined {
+  const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
+  if (!match) return undefined;
+  const fraction = match[3] ?? '';
+  let digits = match[2]! + fraction;
+  let exponent = Number(match[4] ?? 0) - fraction.length;
+  while (exponent < 0 && digits.endsWith('0')) {
+    digits = digits.slice(0, -1);
+    exponent++;
+  }
+  // A fraction is rounded as decimals are; a finite double never needs 10^400.
+  if (exponent < 0 || exponent > 400) return undefined;
+  return BigInt(match[1]! + digits) * 10n ** BigInt(exponent);
+}
+
+/** Throws for the first number under `value` that stands for an inexact integer of the text. */
+function refuseInexactIntegers(value: unknown, path: Array<string | number>, inexact: Map<number, string>): void {
+  if (typeof value === 'number') {
+    const written = inexact.get(value);
+    if (written !== undefined) {
+      throw new JsonTextError('number', `${describe(path)}: the integer ${written} is beyond what a JSON number carries exactly here (±9007199254740991); send it as a string`, pathText(path));
+    }
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((item, i) => [i, item]) : Object.entries(value);
+  for (const [key, item] of entries) {
+    path.push(key);
+    refuseInexactIntegers(item, path, inexact);
     path.pop();
   }
 }

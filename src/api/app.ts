@@ -3,6 +3,7 @@ import type Router from '@koa/router';
 import type { Deps } from '../deps';
 import { badRequest, methodNotAllowed, notFound } from './errors';
 import { refuseRepeatedCredentials, repeatedCredentialMessage } from '../net/credential-headers';
+import { nonUtf8QueryMessage, refuseNonUtf8Query } from '../net/query-text';
 import { isOAuthPath } from './routes/oauth';
 import { accessLog } from './middleware/access-log';
 import { cors } from './middleware/cors';
@@ -75,6 +76,8 @@ export function createApp(deps: Deps, options: AppOptions = {}): Koa<AppState, A
   // CORS first: every answer, a refusal included, is readable by a page.
   app.use(cors(methodsFor));
   app.use(refuseRepeatedCredentials((header, path) => (isOAuthPath(path) ? undefined : badRequest(repeatedCredentialMessage(header)))));
+  // (OAuth's routes read no query.)
+  app.use(refuseNonUtf8Query((parameter, path) => (isOAuthPath(path) ? undefined : badRequest(nonUtf8QueryMessage(parameter), parameter))));
   for (const router of routers) app.use(router.routes());
   // Nothing answered: 405 when the path exists under other methods, else 404.
   app.use((ctx) => {

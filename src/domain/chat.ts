@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
-import { BASE64_PAYLOAD_RULE, hasBase64Payload, isTextMediaType, optionalOrNull, parseDataUrl } from './fields';
+import { BASE64_PAYLOAD_RULE, hasBase64Payload, isTextMediaType, optionalOrNull, parseDataUrl, readTextFile } from './fields';
 import { ToolInputSchema } from './json-schema';
 
 /**
@@ -18,7 +18,7 @@ const ImageUrlPart = z.strictObject({
   image_url: z.strictObject({
     url: z
       .string()
-      .regex(/^(https?:\/\/\S+|data:image\/[\w.+-]+;base64,)/i, 'must be an http(s) URL or a data:image/...;base64, URL')
+      .refine((url) => /^https?:\/\/\S+/i.test(url) || parseDataUrl(url)?.mediaType.startsWith('image/'), 'must be an http(s) URL or a data:image/...;base64, URL')
       .refine(hasBase64Payload, BASE64_PAYLOAD_RULE),
     detail: z.enum(['auto', 'low', 'high']).optional(),
   }),
@@ -31,8 +31,9 @@ const FilePart = z.strictObject({
     .strictObject({
       file_data: z
         .string()
-        .regex(/^data:[^;,]+;base64,/, 'file_data must be a data: URL with base64 content (data:application/pdf;base64,...)')
+        .refine((url) => parseDataUrl(url) !== undefined, 'file_data must be a data: URL with base64 content (data:application/pdf;base64,...)')
         .refine(hasBase64Payload, BASE64_PAYLOAD_RULE)
+        .superRefine(refuseUnreadableTextFile)
         .optional(),
       file_id: z.string().optional(),
       filename: z.string().optional(),
@@ -40,6 +41,14 @@ const FilePart = z.strictObject({
     .refine((file) => file.file_id === undefined, { message: 'file_id is not supported (the gateway has no Files API); send the file inline as file_data', path: ['file_id'] })
     .refine((file) => file.file_data !== undefined, { message: 'file_data is required', path: ['file_data'] }),
 });
+/** A text file (read as text for every provider) must be text in its charset. */
+function refuseUnreadableTextFile(url: string, ctx: z.RefinementCtx): void {
+  const file = parseDataUrl(url);
+  if (!file || !isTextMediaType(file.mediaType)) return;
+  const read = readTextFile(file.data, file.charset);
+  if ('refused' in read) ctx.addIssue({ code: 'custom', message: read.refused });
+}
+
 const UserContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPart, ImageUrlPart, FilePart])).min(1)]);
 const TextContent = z.union([z.string(), z.array(TextPart)]);
 

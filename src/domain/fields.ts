@@ -69,17 +69,59 @@ export const Base64Text = z
   .min(1, 'must not be empty')
   .refine((value) => value.length % 4 === 0 && BASE64.test(value), 'must be standard base64 (A-Z a-z 0-9 + /, padded with =)');
 
+// RFC 2397: `data:<type>/<subtype>[;<attribute>=<value>]...;base64,<payload>`.
+const DATA_URL = /^data:([^;,]+)((?:;[^;,=]+=[^;,]*)*);base64,(.*)$/is;
+
 /**
- * A `data:<media type>;base64,<payload>` URL unpacked (the scheme and `;base64` in any case, as
- * RFC 2397 allows; the media type lower-cased), or undefined for any other URL.
+ * A `data:<media type>[;parameters];base64,<payload>` URL unpacked (the scheme and `;base64` in
+ * any case, as RFC 2397 allows; the media type lower-cased, its `charset` parameter apart), or
+ * undefined for any other URL.
  */
-export function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
-  const match = /^data:([^;,]+);base64,(.*)$/is.exec(url);
-  return match ? { mediaType: match[1]!.toLowerCase(), data: match[2]! } : undefined;
+export function parseDataUrl(url: string): { mediaType: string; charset?: string; data: string } | undefined {
+  const match = DATA_URL.exec(url);
+  if (!match) return undefined;
+  const charset = charsetOf(match[2]!);
+  return { mediaType: match[1]!.trim().toLowerCase(), ...(charset ? { charset } : {}), data: match[3]! };
 }
+
+/** The `charset` parameter of a media type's parameters (`; charset=iso-8859-1`), unquoted. */
+export function charsetOf(mediaTypeOrParameters: string): string | undefined {
+  const match = /;\s*charset\s*=\s*"?([^";,\s]+)"?/i.exec(mediaTypeOrParameters);
+  return match ? decodeURIComponentOr(match[1]!) : undefined;
+}
+
+const decodeURIComponentOr = (text: string): string => {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+};
+
+/** A media type without its parameters, lower-cased: `Text/Plain; charset=utf-8` → `text/plain`. */
+export const mediaTypeEssence = (mediaType: string): string => mediaType.split(';')[0]!.trim().toLowerCase();
 
 /** A text file's media type (`text/plain`, `text/markdown`, ...): such a file is read as text. */
 export const isTextMediaType = (mediaType: string): boolean => mediaType.toLowerCase().startsWith('text/');
+
+/**
+ * A text file's bytes (base64) read as text in its charset (UTF-8 when none is named; a byte
+ * order mark dropped), or why they cannot be: bytes that are not text in that charset are
+ * refused rather than read with U+FFFD in their place.
+ */
+export function readTextFile(base64: string, charset: string | undefined): { text: string } | { refused: string } {
+  let decoder: InstanceType<typeof TextDecoder>;
+  try {
+    decoder = new TextDecoder(charset ?? 'utf-8', { fatal: true });
+  } catch {
+    return { refused: `the text file's charset ${JSON.stringify(charset)} is not one the gateway reads (use utf-8, utf-16le, iso-8859-1, windows-1252, shift_jis, ...)` };
+  }
+  try {
+    return { text: decoder.decode(Buffer.from(base64, 'base64')) };
+  } catch {
+    return { refused: `the text file is not valid ${charset ?? 'UTF-8'} text${charset ? '' : ' (name its charset in the media type: text/plain; charset=iso-8859-1)'}` };
+  }
+}
 
 /** A data: URL's payload is base64 a provider can decode (bad bytes would fail there, in its own shape). */
 export const hasBase64Payload = (url: string): boolean => {
@@ -88,5 +130,7 @@ export const hasBase64Payload = (url: string): boolean => {
 };
 export const BASE64_PAYLOAD_RULE = 'the data: URL must carry standard base64 (A-Z a-z 0-9 + /, padded with =), not nothing';
 
-/** A media type without parameters: `application/pdf`, `text/markdown`. */
-export const MediaType = z.string().regex(/^[A-Za-z0-9][\w.+-]*\/[A-Za-z0-9][\w.+-]*$/, 'must be a media type such as application/pdf');
+/** A media type, parameters allowed: `application/pdf`, `text/plain; charset=iso-8859-1`. */
+export const MediaType = z
+  .string()
+  .regex(/^[A-Za-z0-9][\w.+-]*\/[A-Za-z0-9][\w.+-]*(\s*;\s*[\w.+-]+=("[^"]*"|[\w.+-]+))*$/, 'must be a media type such as application/pdf or text/plain; charset=utf-8');

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { createRefusingServer } from '../net/parser-errors';
 import { refuseRepeatedCredentials, repeatedCredentialMessage } from '../net/credential-headers';
+import { nonUtf8QueryMessage, refuseNonUtf8Query } from '../net/query-text';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Deps } from '../deps';
@@ -40,6 +41,7 @@ export function createPlatformApp(
       (header) => new PlatformError(400, 'Bad Request', [{ resource: 'request', field: header, type: 'invalid_value', message: repeatedCredentialMessage(header) }]),
     ),
   );
+  app.use(refuseNonUtf8Query((parameter) => new PlatformError(400, 'Bad Request', [{ resource: 'request', field: parameter, type: 'invalid_value', message: nonUtf8QueryMessage(parameter) }])));
   // Before HTTP Basic, so a flood of guesses is refused without a scrypt check each.
   if (limits) app.use(platformRateLimit(limits.perSecond, limits.burst));
   app.use(basicAuth(deps.db));

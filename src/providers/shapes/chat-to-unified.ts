@@ -1,4 +1,4 @@
-import { isTextMediaType, parseDataUrl } from '../../domain/fields';
+import { isTextMediaType, parseDataUrl, readTextFile } from '../../domain/fields';
 import type { ChatCompletionRequest, ChatMessage } from '../../domain/chat';
 import type { ModelRecord } from '../catalog';
 import { parseToolInput } from '../tool-input';
@@ -18,7 +18,9 @@ function documentFromFile(file: { file_data?: string; filename?: string }): Docu
   const title = file.filename ? { title: file.filename } : {};
   // A text file is read as text (as the agent runtime reads one): every provider takes that,
   // where a base64 file of a text type is refused by Anthropic and OpenAI.
-  if (data && isTextMediaType(data.mediaType)) return { type: 'document', source: { type: 'text', data: Buffer.from(data.data, 'base64').toString('utf8') }, ...title };
+  // (Validated: the bytes are text in the file's charset.)
+  const read = data && isTextMediaType(data.mediaType) ? readTextFile(data.data, data.charset) : undefined;
+  if (read && 'text' in read) return { type: 'document', source: { type: 'text', data: read.text }, ...title };
   return { type: 'document', source: { type: 'base64', media_type: data?.mediaType ?? 'application/octet-stream', data: data?.data ?? '' }, ...title };
 }
 

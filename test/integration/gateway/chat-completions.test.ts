@@ -405,6 +405,23 @@ test("documents as OpenAI `file` parts reach each provider in its own form (Open
   expect(google.contents.at(-1)!.parts).toEqual(expect.arrayContaining([{ inlineData: { mimeType: 'application/pdf', data: pdf } }]));
 });
 
+test('data: URLs may carry parameters (RFC 2397); a text file is read in its charset, and one that is not text in it is 400', async () => {
+  const text = (charset: string) => `data:text/plain${charset};base64,${Buffer.from('café naïve', 'latin1').toString('base64')}`;
+  const ask = (content: unknown[]) => post({ model: 'anthropic/claude-haiku-4-5', messages: [{ role: 'user', content: [{ type: 'text', text: 'read it' }, ...content] }] });
+
+  expect((await ask([{ type: 'file', file: { filename: 'notes.txt', file_data: text(';charset=ISO-8859-1') } }])).status).toBe(200);
+  const sent = env.sim.requests.at(-1)!.body as { messages: Array<{ content: Array<Record<string, unknown>> }> };
+  expect(sent.messages.at(-1)!.content).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'document', source: expect.objectContaining({ type: 'text', data: 'café naïve' }) })]));
+
+  const pdf = Buffer.from('%PDF-1.4 x').toString('base64');
+  expect((await ask([{ type: 'file', file: { file_data: `data:application/pdf;name=a.pdf;base64,${pdf}` } }])).status).toBe(200);
+  expect((await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;name=x.png;base64,iVBORw0KGgo=' } }] }] })).status).toBe(200);
+
+  const refused = await ask([{ type: 'file', file: { file_data: text('') } }]);
+  expect(refused.status).toBe(400);
+  expect((await json(refused)).error.message).toMatch(/file_data: the text file is not valid UTF-8 text/);
+});
+
 test('provider_options the gateway does not model reach the upstream as sent', async () => {
   const response = await post({ model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], provider_options: { seed: 7, logit_bias: { '50256': -100 } } });
   expect(response.status).toBe(200);

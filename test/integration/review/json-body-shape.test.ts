@@ -107,6 +107,41 @@ describe('bytes that are not UTF-8: 400, never replaced', () => {
   });
 });
 
+describe('numbers a double cannot carry: 400 naming where, nothing written', () => {
+  test('1e400 (Infinity, which would be stored as null) in a tool schema; an inexact integer in metadata', async () => {
+    const name = uniqueId('numbers-');
+    const agent = (schemaMaximum: string) =>
+      post('/v1/agents', `{"project_id":"${tenant.projectId}","name":"${name}","model":"openai/gpt-4o","tools":[{"type":"custom","name":"f","input_schema":{"type":"object","properties":{"n":{"type":"number","maximum":${schemaMaximum}}}}}]}`);
+    await expect400(await agent('1e400'), /^tools\.0\.input_schema\.properties\.n\.maximum is a number too large to carry/);
+    await expect400(await agent('-1e400'), /maximum is a number too large/);
+    expect((await api.deps.db.query('SELECT 1 FROM agents WHERE name = $1', [name])).rowCount).toBe(0);
+    await expect400(
+      await post('/v1/kb/collections', `{"project_id":"${tenant.projectId}","name":"${name}","metadata":{"post_id":9007199254740993}}`),
+      /^metadata\.post_id: the integer 9007199254740993 is beyond what a JSON number carries exactly here .*send it as a string$/,
+    );
+    // Integers a double holds exactly are kept as written.
+    const created = await post('/v1/kb/collections', `{"project_id":"${tenant.projectId}","name":"${name}","metadata":{"post_id":9007199254740992,"big":100000000000000000000}}`);
+    expect(created.status).toBe(201);
+    expect((await json(created)).metadata).toEqual({ post_id: 9007199254740992, big: 1e20 });
+  });
+
+  test('chat completions: refused before anything goes upstream, in the native envelope on /v1/messages', async () => {
+    await expect400(await post('/v1/chat/completions', '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"number","maximum":1e999}}}}'), /response_format\.json_schema\.schema\.maximum is a number too large/);
+    const native = await post('/v1/messages', '{"model":"claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"n":{"const":12345678901234567891}}}}]}', { ...bearer(tenant.key), 'anthropic-version': '2023-06-01' });
+    expect(native.status).toBe(400);
+    expect((await json(native)).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/the integer 12345678901234567891 /) });
+  });
+});
+
+test('a query parameter that is not UTF-8 once percent-decoded is 400 naming it, never read as U+FFFD', async () => {
+  const list = (query: string) => fetch(`${api.url}/v1/sessions?project_id=${tenant.projectId}&${query}`, { headers: bearer(tenant.key) });
+  await expect400(await list('metadata_key=k%FF&metadata_value=v'), /^query parameter "metadata_key" is not valid UTF-8 once percent-decoded$/);
+  await expect400(await list('metadata_key=k&metadata_value=%ED%A0%80'), /"metadata_value" is not valid UTF-8/);
+  await expect400(await fetch(`${api.url}/v1/sessions/${sessionId}/events?after_id=%C3`, { headers: bearer(tenant.key) }), /"after_id" is not valid UTF-8/);
+  // Percent-encoded UTF-8 is read as such.
+  expect((await list('metadata_key=caf%C3%A9&metadata_value=%E2%82%AC')).status).toBe(200);
+});
+
 describe('platform API', () => {
   let platform: Awaited<ReturnType<typeof startPlatform>>;
   beforeAll(async () => {
@@ -128,5 +163,8 @@ describe('platform API', () => {
     const latin1 = await fetch(apps, { method: 'POST', headers, body: Buffer.from('{"name":"caf\xe9"}', 'latin1') });
     expect(latin1.status).toBe(400);
     expect((await json(latin1)).errors[0].message).toMatch(/not valid UTF-8/);
+    const query = await fetch(`${apps}?page_size=1&name=caf%E9`, { headers });
+    expect(query.status).toBe(400);
+    expect((await json(query)).errors).toEqual([{ resource: 'request', field: 'name', type: 'invalid_value', message: 'query parameter "name" is not valid UTF-8 once percent-decoded' }]);
   });
 });

@@ -432,6 +432,16 @@ test('a NUL or an unpaired surrogate the model writes (a tool input, a reply ech
   expect((await waitForClosing(sessionId, 3)).at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
 });
 
+test('a text file in the charset its media type names reaches the model as that text', async () => {
+  const sessionId = await newSession();
+  const data = Buffer.from('café naïve', 'latin1').toString('base64');
+  const document = { type: 'document', source: { type: 'base64', media_type: 'text/plain; charset=iso-8859-1', data }, title: 'notes' };
+  expect((await send(sessionId, [{ type: 'user.message', content: [document, { type: 'text', text: 'read this' }] }])).status).toBe(200);
+  expect((await waitForClosing(sessionId)).at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+  const sent = env.simulator.requests.filter((r) => JSON.stringify(r.body).includes('read this')).at(-1)!.body as { messages: Array<{ content: unknown }> };
+  expect(sent.messages.at(-1)!.content).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'document', source: expect.objectContaining({ type: 'text', data: 'café naïve' }) })]));
+});
+
 test("a turn the model answered but the log refused is still billed: every attempt's call is in the run's closing usage", async () => {
   const [failing, baseline] = [await newSession(), await newSession()];
   // The database refuses this session's agent.message: each attempt of the turn calls the model, then fails.

@@ -71,6 +71,14 @@ describe('user.message on an idle session', () => {
     expect(reply.status).toBe(200);
     expect(reply.body.data[0].content[0]).toEqual(document);
   });
+
+  test('a media type may carry parameters (a text file its charset), kept as sent', async () => {
+    const { client, session } = await freshSession();
+    const document = { type: 'document', source: { type: 'base64', media_type: 'text/plain; charset=ISO-8859-1', data: Buffer.from('café', 'latin1').toString('base64') } };
+    const reply = await post(client, session.id, [{ type: 'system.message', content: [document] }]);
+    expect(reply.status).toBe(200);
+    expect(reply.body.data[0].content[0]).toEqual(document);
+  });
 });
 
 describe('request validation (400)', () => {
@@ -89,6 +97,14 @@ describe('request validation (400)', () => {
 
   test.each(['user.tool_confirmation', 'user.custom_tool_result', 'user.define_outcome'])('%s is rejected by name', async (type) => {
     await expect400([{ type, content: [] }], new RegExp(`events\\.0\\.type: '${type.replace('.', '\\.')}' events are not supported`));
+  });
+
+  test('a base64 text file must be text in its charset (UTF-8 unless the media type names one)', async () => {
+    const latin1 = Buffer.from('café naïve', 'latin1').toString('base64');
+    const file = (mediaType: string) => [{ type: 'user.message', content: [{ type: 'document', source: { type: 'base64', media_type: mediaType, data: latin1 } }] }];
+    await expect400(file('text/plain'), /events\.0\.content\.0\.source\.data: the text file is not valid UTF-8 text \(name its charset/);
+    await expect400(file('text/plain; charset=klingon'), /charset "klingon" is not one the gateway reads/);
+    await expect400(file('text/plain; charset'), /must be a media type/);
   });
 
   test('unknown types, agent-produced types, missing events, empty list', async () => {

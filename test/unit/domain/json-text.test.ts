@@ -1,4 +1,4 @@
-import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, nulField, parseJsonText } from '../../../src/json-text';
+import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, nulField, parseJsonText, RefusedJsonItem } from '../../../src/json-text';
 
 const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 const failure = (text: string): JsonTextError => {
@@ -69,6 +69,44 @@ describe('parseJsonText', () => {
     const error = failure('{"meta":{"k\\ud800":1}}');
     expect(error.kind).toBe('surrogate');
     expect(error.path).toBe('meta');
+  });
+  test.each([
+    ['1e400', '{"tools":[{"maximum":1e400}]}', 'tools.0.maximum'],
+    ['-1e400', '{"a":{"b":[-1e400]}}', 'a.b.0'],
+  ])('a number a double cannot carry (%s, Infinity) is refused, naming where', (_label, text, path) => {
+    const error = failure(text);
+    expect(error.kind).toBe('number');
+    expect(error.path).toBe(path);
+  });
+
+  test.each([
+    ['12345678901234567891', 'n'],
+    ['9007199254740993', 'n'],
+    ['-9007199254740993', 'n'],
+    ['1.2345678901234567891e19', 'n'],
+  ])('an integer written beyond ±2^53 that a double does not hold exactly (%s) is refused', (literal, path) => {
+    const error = failure(`{"s":"${literal}","n":${literal}}`);
+    expect(error.kind).toBe('number');
+    expect(error.path).toBe(path);
+    expect(error.message).toContain(`the integer ${literal} `);
+  });
+
+  test('integers a double holds exactly, decimals (rounded) and -0 parse; digits inside strings are not numbers', () => {
+    expect(parseJsonText('{"a":9007199254740992,"b":1e20,"c":100000000000000000000,"d":0.10000000000000000555,"e":-0,"f":"12345678901234567891"}')).toEqual({
+      a: 9007199254740992,
+      b: 1e20,
+      c: 1e20,
+      d: 0.1,
+      e: -0,
+      f: '12345678901234567891',
+    });
+  });
+
+  test('in a batch, the item holding an inexact integer is refused on its own', () => {
+    const body = parseJsonText('{"docs":[{"id":"a","n":1},{"id":"b","n":12345678901234567891}]}', { itemsOf: 'docs' }) as { docs: unknown[] };
+    expect(body.docs[0]).toEqual({ id: 'a', n: 1 });
+    expect(body.docs[1]).toBeInstanceOf(RefusedJsonItem);
+    expect((body.docs[1] as RefusedJsonItem).id).toBe('b');
   });
 });
 
