@@ -34,6 +34,8 @@ export const ConfigSchema = z.object({
     .optional(),
   DATABASE_URL: z.url().default('postgres://gateway:gateway@127.0.0.1:54329/gateway'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),
+  /** The longest a statement may go unanswered before it fails as an outage (ms; src/store/db.ts). */
+  DATABASE_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('agent-runs'),

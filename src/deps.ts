@@ -22,7 +22,7 @@ export function createDeps(config: Config, logger: Logger = createLogger({ level
   return {
     config,
     logger,
-    db: createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
+    db: createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_QUERY_TIMEOUT_MS),
     search: createSearchClient(config.ELASTICSEARCH_URL),
     temporal: new LazyTemporalClient({ address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE }),
   };

@@ -1,4 +1,5 @@
-import { Pool, type PoolClient } from 'pg';
+import { Client, Pool, type PoolClient } from 'pg';
+import { databaseUnavailable } from './db-errors';
 
 export type Db = Pool;
 /** Anything that can run a query: the pool or a client inside a transaction. */
@@ -6,10 +7,25 @@ export type Queryable = Pick<Pool, 'query'> | PoolClient;
 
 const POOL_ENDING = 'ending';
 
-export function createPool(url: string, max = 20): Pool {
-  const pool = new Pool({ connectionString: url, max, idleTimeoutMillis: 30000, connectionTimeoutMillis: 5000 });
+/**
+ * The longest a statement may go unanswered by default (DATABASE_QUERY_TIMEOUT_MS). Without it
+ * a request on a pooled connection to a Postgres that stopped answering (a network partition:
+ * the socket stays open) waits forever; with it the statement fails as an outage (503) and its
+ * connection is discarded. Far above any statement the gateway makes; migrations, which may
+ * take longer, run without it.
+ */
+export const QUERY_TIMEOUT_MS = 30_000;
+
+const connectionSettings = (url: string) => ({ connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true });
+
+export function createPool(url: string, max = 20, queryTimeoutMs = QUERY_TIMEOUT_MS): Pool {
+  const pool = new Pool({ ...connectionSettings(url), max, idleTimeoutMillis: 30000, query_timeout: queryTimeoutMs });
   // An idle client losing its connection (server restart) must not crash the process.
   pool.on('error', () => undefined);
+  // Nor one that is checked out: pg emits 'error' on the client too (pg-pool listens only while
+  // it is idle), and an 'error' event nobody listens to ends the process. The statement in
+  // flight fails with the same error, and its holder releases the connection as broken.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   // pg's Pool has no event for its end; what keeps a connection of its own beside the pool
   // (the LISTEN feeds) closes on this one (onPoolEnding).
   const end = pool.end.bind(pool) as (callback?: () => void) => Promise<void> | void;
@@ -25,18 +41,35 @@ export function onPoolEnding(pool: Pool, onEnding: () => void): void {
   pool.once(POOL_ENDING, onEnding);
 }
 
-/** Runs `work` in one transaction; rolls back on any error and rethrows it. */
+/**
+ * Runs `work` in one transaction; rolls back on any error and rethrows it. A connection that
+ * failed (lost, or a statement timed out) is discarded rather than returned to the pool: its
+ * transaction ends with it, and a ROLLBACK on it would only wait for the timeout again.
+ */
 export async function withTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    if (databaseUnavailable(error)) broken = error as Error;
+    else await client.query('ROLLBACK').catch((rollbackFailed: Error) => (broken = rollbackFailed));
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
   }
+}
+
+/**
+ * A connection of its own with the pool's settings but no statement timeout, for work that may
+ * rightly take long (migrations, which also wait for each other's lock). The caller ends it.
+ */
+export async function connectWithoutTimeout(pool: Pool): Promise<Client> {
+  const client = new Client(connectionSettings((pool.options as { connectionString: string }).connectionString));
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
 }

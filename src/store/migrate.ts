@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pool } from 'pg';
+import { connectWithoutTimeout } from './db';
 
 const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 // Any fixed number: every process migrating the same database takes this lock, so two
@@ -14,7 +15,7 @@ const MIGRATION_LOCK_KEY = 727_001;
  */
 export async function migrate(pool: Pool, log: (message: string) => void = () => undefined): Promise<string[]> {
   const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
-  const client = await pool.connect();
+  const client = await connectWithoutTimeout(pool);
   const applied: string[] = [];
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -39,7 +40,7 @@ export async function migrate(pool: Pool, log: (message: string) => void = () =>
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
-    client.release();
+    await client.end().catch(() => undefined);
   }
   return applied;
 }
