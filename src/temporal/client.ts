@@ -15,7 +15,13 @@ export class LazyTemporalClient {
 
   get(): Promise<Client> {
     if (!this.pending) {
-      this.pending = Connection.connect({ address: this.settings.address, connectTimeout: 3000 })
+      this.pending = Connection.connect({
+        address: this.settings.address,
+        connectTimeout: 3000,
+        // gRPC backs off reconnecting up to 120 s by default: after an outage the api and the
+        // reconciler would go on failing for half a minute or more once Temporal is back.
+        channelArgs: { 'grpc.initial_reconnect_backoff_ms': 250, 'grpc.max_reconnect_backoff_ms': 2000 },
+      })
         .then((connection) => new Client({ connection, namespace: this.settings.namespace }))
         .catch((error) => {
           this.pending = undefined;

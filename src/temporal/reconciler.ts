@@ -9,15 +9,34 @@ import { signalSession, signalSessionDeleted, type SessionRef } from './session-
  * crashed, or Temporal was unreachable, between commit and signal): run-starting events, and
  * interrupts of a run that still holds the session. Both signals are idempotent for the
  * workflow (it re-reads the log; a run is cancelled once), so an accepted message is never
- * lost and never runs twice, and an accepted interrupt still ends its run.
+ * lost and never runs twice, and an accepted interrupt still ends its run. Returns how many
+ * were signalled. A signal that fails because Temporal is unreachable ends the pass: each
+ * further signal would only wait out its deadline (the next pass tries again).
  */
 export async function reconcileOnce(deps: Deps, olderThanMs = 2000): Promise<number> {
-  const warn = (sessionId: string) => (error: unknown) => deps.logger.warn({ err: error, session_id: sessionId }, 'reconcile signal failed');
-  const sessions = await sessionsToReconcile(deps.db, olderThanMs);
-  for (const session of sessions) await signalSession(deps, session).catch(warn(session.id));
-  const interrupts = await interruptsToReconcile(deps.db, olderThanMs);
-  for (const { session, runId } of interrupts) await signalSession(deps, session, 'interrupt', runId).catch(warn(session.id));
-  return sessions.length + interrupts.length;
+  const signals: Array<{ session: SessionRef; runId?: string }> = [
+    ...(await sessionsToReconcile(deps.db, olderThanMs)).map((session) => ({ session })),
+    ...(await interruptsToReconcile(deps.db, olderThanMs)),
+  ];
+  let signalled = 0;
+  for (const { session, runId } of signals) {
+    try {
+      await signalSession(deps, session, runId ? 'interrupt' : 'events', runId);
+      signalled++;
+    } catch (error) {
+      const unreachable = temporalUnreachable(error);
+      deps.logger.warn({ err: error, session_id: session.id }, unreachable ? 'reconcile signal failed: Temporal unreachable, the rest wait for the next pass' : 'reconcile signal failed');
+      if (unreachable) break;
+    }
+  }
+  return signalled;
+}
+
+// gRPC DEADLINE_EXCEEDED and UNAVAILABLE, or no connection made at all.
+const UNREACHABLE_GRPC_CODES = new Set([4, 14]);
+function temporalUnreachable(error: unknown): boolean {
+  const { code, name, message } = (error ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
+  return (typeof code === 'number' && UNREACHABLE_GRPC_CODES.has(code)) || name === 'TransportError' || (typeof message === 'string' && /Failed to connect before the deadline/.test(message));
 }
 
 /**

@@ -20,6 +20,17 @@ export interface SessionWorkflowInput {
 }
 
 const TITLE_SIGNAL_DEADLINE_MS = 2000;
+/**
+ * How long a wake-up signal may take. Its callers answer a client after a commit (the events
+ * route) or sweep many sessions (the reconciler): during a Temporal outage the client's
+ * built-in retries would hold them for tens of seconds, or forever across a partition. A
+ * signal that misses it is sent again by the reconciler (the events stay unprocessed).
+ */
+export const SIGNAL_DEADLINE_MS = 3000;
+
+/** Runs a Temporal call with a deadline (which also ends the client's built-in retries). */
+const withDeadline = <T>(client: { connection: unknown }, deadlineMs: number, call: () => Promise<T>): Promise<T> =>
+  (client.connection as Connection).withDeadline(Date.now() + deadlineMs, call);
 
 /**
  * Tells the session's workflow its new title (for the memo), starting it if needed: a rename
@@ -31,7 +42,7 @@ export async function signalTitleChanged(deps: Deps, session: SessionRef): Promi
   const client = await deps.temporal.get();
   // The caller holds the session's row lock: a Temporal outage must not hold it for the
   // client's built-in retries (the memo then waits for the next rename).
-  await (client.connection as Connection).withDeadline(Date.now() + TITLE_SIGNAL_DEADLINE_MS, () =>
+  await withDeadline(client, TITLE_SIGNAL_DEADLINE_MS, () =>
     client.workflow.signalWithStart('sessionWorkflow', { ...startOptions(deps, session), signal: SIGNAL_TITLE_CHANGED, signalArgs: [session.title ?? ''] as [string] }),
   );
 }
@@ -43,11 +54,13 @@ export async function signalTitleChanged(deps: Deps, session: SessionRef): Promi
  */
 export async function signalSession(deps: Deps, session: SessionRef, kind: 'events' | 'interrupt' = 'events', runId?: string): Promise<void> {
   const client = await deps.temporal.get();
-  await client.workflow.signalWithStart('sessionWorkflow', {
-    ...startOptions(deps, session),
-    signal: kind === 'interrupt' ? SIGNAL_INTERRUPT : SIGNAL_EVENTS_APPENDED,
-    signalArgs: [kind === 'interrupt' ? (runId ?? null) : null] as [string | null],
-  });
+  await withDeadline(client, SIGNAL_DEADLINE_MS, () =>
+    client.workflow.signalWithStart('sessionWorkflow', {
+      ...startOptions(deps, session),
+      signal: kind === 'interrupt' ? SIGNAL_INTERRUPT : SIGNAL_EVENTS_APPENDED,
+      signalArgs: [kind === 'interrupt' ? (runId ?? null) : null] as [string | null],
+    }),
+  );
 }
 
 /**
@@ -57,7 +70,7 @@ export async function signalSession(deps: Deps, session: SessionRef, kind: 'even
 export async function signalSessionDeleted(deps: Deps, sessionId: string): Promise<'signalled' | 'no_workflow'> {
   const client = await deps.temporal.get();
   try {
-    await client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(SIGNAL_EVENTS_APPENDED, null);
+    await withDeadline(client, SIGNAL_DEADLINE_MS, () => client.workflow.getHandle(sessionWorkflowId(sessionId)).signal(SIGNAL_EVENTS_APPENDED, null));
     return 'signalled';
   } catch (error) {
     // Never started, or already closed: nothing is left running for the session.
