@@ -187,8 +187,13 @@ export async function flushUsage(pool: Pool): Promise<void> {
 
 const writeWithRetry = (db: Queryable, rows: UsageRow[]): Promise<void> => retryUnapplied(() => writeUsageBatch(db, rows));
 
-/** Back-off between attempts when Postgres could not be reached: about 30 s in all. */
-export const UNREACHED_BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000, 8000, 8000];
+/**
+ * Back-off between attempts when Postgres could not be reached: doubling from 250 ms to 8 s,
+ * for up to UNREACHED_RETRY_FOR_MS in all. Served calls are billed after an outage of minutes
+ * (their rows wait in memory meanwhile, a few hundred bytes each).
+ */
+export const unreachedBackoffMs = (attempt: number): number => Math.min(250 * 2 ** attempt, 8000);
+export const UNREACHED_RETRY_FOR_MS = 10 * 60_000;
 
 /**
  * Runs a metering statement again when it provably wrote nothing: a deadlock or
@@ -199,14 +204,17 @@ export const UNREACHED_BACKOFF_MS = [250, 500, 1000, 2000, 4000, 8000, 8000, 800
 export async function retryUnapplied(write: () => Promise<void>, sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))): Promise<void> {
   let conflicts = 0;
   let unreached = 0;
+  let waited = 0;
   for (;;) {
     try {
       return await write();
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code && RETRYABLE_SQLSTATES.has(code) && ++conflicts < 3) continue;
-      if (databaseNotReached(error) && unreached < UNREACHED_BACKOFF_MS.length) {
-        await sleep(UNREACHED_BACKOFF_MS[unreached++]!);
+      if (databaseNotReached(error) && waited < UNREACHED_RETRY_FOR_MS) {
+        const pause = unreachedBackoffMs(unreached++);
+        waited += pause;
+        await sleep(pause);
         continue;
       }
       throw error;

@@ -1,4 +1,4 @@
-import { retryUnapplied, UNREACHED_BACKOFF_MS } from '../../../src/billing/usage';
+import { retryUnapplied, unreachedBackoffMs, UNREACHED_RETRY_FOR_MS } from '../../../src/billing/usage';
 import { dataFault } from '../../../src/store/db-errors';
 
 const failing = (errors: unknown[]) => {
@@ -17,12 +17,19 @@ describe('retryUnapplied (metering writes)', () => {
     const { write, calls } = failing([new Error('timeout exceeded when trying to connect'), Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })]);
     await retryUnapplied(write, async (ms) => void slept.push(ms));
     expect(calls()).toBe(3);
-    expect(slept).toEqual(UNREACHED_BACKOFF_MS.slice(0, 2));
+    expect(slept).toEqual([250, 500]);
   });
 
-  test('gives up after the back-off schedule', async () => {
-    const unreached = Array.from({ length: UNREACHED_BACKOFF_MS.length + 1 }, () => new Error('timeout exceeded when trying to connect'));
-    await expect(retryUnapplied(failing(unreached).write, noSleep)).rejects.toThrow(/timeout exceeded/);
+  test('keeps trying for minutes (an outage of a few minutes loses no billing), then gives up', async () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 20].map(unreachedBackoffMs)).toEqual([250, 500, 1000, 2000, 4000, 8000, 8000, 8000]);
+    const slept: number[] = [];
+    const unreached = Array.from({ length: 1000 }, () => new Error('timeout exceeded when trying to connect'));
+    const { write, calls } = failing(unreached);
+    await expect(retryUnapplied(write, async (ms) => void slept.push(ms))).rejects.toThrow(/timeout exceeded/);
+    const total = slept.reduce((sum, ms) => sum + ms, 0);
+    expect(total).toBeGreaterThanOrEqual(UNREACHED_RETRY_FOR_MS);
+    expect(total).toBeLessThan(UNREACHED_RETRY_FOR_MS + 8000);
+    expect(calls()).toBe(slept.length + 1);
   });
 
   test('a deadlock is retried at most three times; a connection lost mid-statement (it may have committed) is not retried', async () => {
