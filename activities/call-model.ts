@@ -18,12 +18,15 @@ import { estimateRequestTokens } from '../src/providers/tokens';
 import { modelTools, roleOf, validateToolInput, type RunToolEntry as ToolEntry } from '../src/domain/run-tools';
 import { reasoningEffortError } from '../src/domain/agents';
 import { creditsExhaustedForRun, zeroUsage, type RunUsage, type TurnOutcome } from '../src/domain/run';
-import { withTransaction } from '../src/store/db';
+import { retryWhileDatabaseUnavailable, withTransaction } from '../src/store/db';
 import { appendEvents, EVENT_COLUMNS, lockSession, type EventRow } from '../src/store/events';
 import { assertRunHoldsSession, assertRunMayStep, buildConversation, loadRunContext, type Citation, type Conversation, type RunContext } from './run-context';
 import { heartbeating } from './heartbeat';
 import { recordBrokenAttempt } from '../src/store/attempt-usage';
 import { pricedUsage, turnUsageOf } from './priced-usage';
+
+/** How long a model turn's answer waits for Postgres to take it (an outage, a restart). */
+const TURN_WRITE_RETRY_MS = 60_000;
 
 /**
  * Output tokens reserved when deciding whether a prompt fits the context window: the turn's
@@ -207,7 +210,10 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
         turn.toolCalls.length > 0 ? 'tool_use' : turn.finish === 'length' ? 'max_tokens' : turn.finish === 'context-window' ? 'model_context_window_exceeded' : 'end_turn';
 
       try {
-        await withTransaction(deps.db, async (client) => {
+        // A Postgres outage here would fail the activity, and its retry would call the model
+        // again (billed twice, or the run failed): the append is idempotent (its keys), so it is
+        // tried again for a while first.
+        await heartbeating((signal) => retryWhileDatabaseUnavailable(() => withTransaction(deps.db, async (client) => {
           // Checked again under the lock: the run may have been closed while the model answered
           // (its workflow was terminated, and the session's next execution closed it).
           assertRunHoldsSession(await lockSession(client, input.sessionId), input.runId);
@@ -266,7 +272,7 @@ export function createCallModelActivities(deps: Deps, providers: ProviderRegistr
             processed: true,
           });
           await appendEvents(client, input.sessionId, events);
-        });
+        }), { forMs: TURN_WRITE_RETRY_MS, signal }));
       } catch (error) {
         // The provider answered (and bills the call) but the turn is not in the log: billed as an
         // attempt, as a broken call is, before the activity fails (or is retried: a new call).

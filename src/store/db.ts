@@ -73,3 +73,21 @@ export async function connectWithoutTimeout(pool: Pool): Promise<Client> {
   await client.connect();
   return client;
 }
+
+/**
+ * Runs `work` again while Postgres is unavailable (refused, restarting, a connection lost or a
+ * statement timed out), with back-off doubling to 4 s, for up to `forMs`; any other error, or
+ * `signal` aborting, ends it. Only for work that is safe to run twice (idempotent writes): a
+ * connection lost at its commit may have applied it.
+ */
+export async function retryWhileDatabaseUnavailable<T>(work: () => Promise<T>, options: { forMs: number; signal?: AbortSignal }): Promise<T> {
+  const deadline = Date.now() + options.forMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!databaseUnavailable(error) || Date.now() >= deadline || options.signal?.aborted) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** attempt, 4000, Math.max(0, deadline - Date.now()))));
+    }
+  }
+}

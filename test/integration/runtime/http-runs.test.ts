@@ -442,6 +442,29 @@ test('a text file in the charset its media type names reaches the model as that 
   expect(sent.messages.at(-1)!.content).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'document', source: expect.objectContaining({ type: 'text', data: 'café naïve' }) })]));
 });
 
+test("Postgres unavailable while a turn's answer is written (a restart): the write waits for it, the model is called once", async () => {
+  const sessionId = await newSession();
+  const name = `outage_${sessionId.toLowerCase()}`;
+  // The first two attempts at writing the turn fail as a Postgres shutting down does (57P01).
+  await env.api.deps.db.query(`CREATE SEQUENCE ${name}`);
+  await env.api.deps.db.query(
+    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF nextval('${name}') <= 2 THEN RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = '57P01'; END IF; RETURN NEW; END $$`,
+  );
+  await env.api.deps.db.query(`CREATE TRIGGER ${name} BEFORE INSERT ON session_events FOR EACH ROW WHEN (NEW.session_id = '${sessionId}' AND NEW.type = 'agent.message') EXECUTE FUNCTION ${name}()`);
+  try {
+    const marker = `written-late-${sessionId}`;
+    await send(sessionId, [{ type: 'user.message', content: [{ type: 'text', text: marker }] }]);
+    const events = await waitForClosing(sessionId);
+    expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+    expect(events.filter((e) => e.type === 'agent.message')).toHaveLength(1);
+    expect(env.simulator.requests.filter((r) => JSON.stringify(r.body).includes(marker))).toHaveLength(1);
+    const turn = events.find((e) => e.type === 'session.turn_usage')!.content[0];
+    expect(events.at(-1)!.usage.credits_nano).toBe(turn.credits_nano);
+  } finally {
+    await env.api.deps.db.query(`DROP TRIGGER ${name} ON session_events; DROP FUNCTION ${name}(); DROP SEQUENCE ${name}`);
+  }
+});
+
 test("a turn the model answered but the log refused is still billed: every attempt's call is in the run's closing usage", async () => {
   const [failing, baseline] = [await newSession(), await newSession()];
   // The database refuses this session's agent.message: each attempt of the turn calls the model, then fails.
