@@ -84,6 +84,12 @@ export const ConfigSchema = z.object({
   RUN_ABANDON_AFTER_MS: z.coerce.number().int().min(100).default(24 * 60 * 60 * 1000),
   /** Interval of the worker's reconciler that re-signals sessions with unprocessed events (ms). */
   RECONCILE_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+  /**
+   * Session workflows a worker keeps in memory between their tasks (one a session; one evicted is
+   * replayed from its history at its next task). Unset: the SDK's default, sized from the heap
+   * (about 2,300 at a 4 GiB heap, some 1 GB of worker memory when full).
+   */
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
   /** Interval of keep-alive comments on the session event stream (ms). */
   EVENT_STREAM_KEEPALIVE_MS: z.coerce.number().int().min(50).default(15000),
   /** How often an open event stream checks again that its caller may still read the session. */

@@ -17,6 +17,7 @@ export async function createWorker(deps: Deps, overrides: Partial<WorkerOptions>
     // Heartbeats reach the server at least every second, so an interrupt or a run timeout
     // cancels an in-flight model call promptly (the default throttles to 80% of the timeout).
     maxHeartbeatThrottleInterval: '1 second',
+    ...(deps.config.WORKER_MAX_CACHED_WORKFLOWS !== undefined ? { maxCachedWorkflows: deps.config.WORKER_MAX_CACHED_WORKFLOWS } : {}),
     ...overrides,
   });
   return { worker, connection };
