@@ -2,21 +2,23 @@ import { checkApiConfig, loadConfig } from '../config';
 import { closeDeps, createDeps } from '../deps';
 import { createApp } from '../api/app';
 import { createApiServer } from '../api/server';
+import { closeGracefully } from '../net/graceful-close';
 import { migrate } from '../store/migrate';
-import { runMain, shutdownOn } from './run';
+import { firstDatabaseContact, listen, runMain, SHUTDOWN_DRAIN_MS, shutdownOn } from './run';
 
 runMain('api', async () => {
   const deps = createDeps(checkApiConfig(loadConfig()));
-  await migrate(deps.db, (message) => deps.logger.info(message));
+  await firstDatabaseContact(deps.config.DATABASE_URL, () => migrate(deps.db, (message) => deps.logger.info(message)));
   const app = createApp(deps);
   const server = createApiServer(app);
-  await new Promise<void>((resolve) => server.listen(deps.config.PORT, deps.config.HOST, resolve));
+  await listen(server, deps.config.PORT, deps.config.HOST, 'PORT');
   deps.logger.info({ url: `http://${deps.config.HOST}:${deps.config.PORT}` }, 'api listening');
   shutdownOn(deps.logger, async () => {
-    // Stop accepting, let in-flight requests finish, then close idle keep-alive sockets and pools.
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
-    await closed;
+    // Event streams end at once, other requests get the drain window (streams still running
+    // then end with their protocol's error); only then is the usage they metered written
+    // (closeDeps flushes it) and the pools closed.
+    const report = await closeGracefully(server, { drainMs: SHUTDOWN_DRAIN_MS });
+    deps.logger.info(report, 'http server closed');
     await closeDeps(deps);
   });
 });

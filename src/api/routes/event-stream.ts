@@ -7,6 +7,7 @@ import type { Principal } from '../../auth/principal';
 import { authenticate, bearerFrom, credentialIdentity, resolveCredential } from '../../auth/middleware';
 import { hasAccess } from '../../auth/scopes';
 import { queryBoolean } from '../../domain/fields';
+import { shutdownSignals } from '../../net/graceful-close';
 import { eventsAfterSeq, findEventPosition, hiddenWithoutThinking, lastEventSeq } from '../../store/event-queries';
 import { SessionEventHub } from '../../store/event-notifications';
 import { presentEvent } from '../../store/events';
@@ -100,6 +101,9 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
     let again = false;
     let keepAlive: NodeJS.Timeout | undefined;
     let unsubscribe: (() => void) | undefined;
+    // A stream has no end of its own: at shutdown it ends at once, cleanly, and the client
+    // reconnects (to another instance) with Last-Event-ID, as after any other ending.
+    const { closing } = shutdownSignals(ctx.req);
 
     const close = () => {
       if (closed) return;
@@ -107,6 +111,7 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
       releaseSlot();
       clearInterval(keepAlive);
       unsubscribe?.();
+      closing.removeEventListener('abort', close);
       out.end();
     };
     // Reads everything after lastSeq; notifications arriving meanwhile trigger one more pass.
@@ -162,9 +167,14 @@ export function eventStreamRouter(deps: Deps): Router<AppState, AppContext> {
       return;
     }
     ctx.status = 200;
-    ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    // No `Connection` header of its own: Node says keep-alive on a persistent connection, and
+    // close when the client asked for it or the server is shutting down.
+    ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache, no-transform', 'X-Accel-Buffering': 'no' });
     ctx.body = out;
     out.write(`retry: ${RETRY_MS}\n: stream open\n\n`);
+    // Opened while the server was already closing (the request was in flight at the signal).
+    if (closing.aborted) return close();
+    closing.addEventListener('abort', close);
     // An idle stream whose credential was revoked or expired, or whose session was deleted (or
     // is no longer this caller's), is closed at its next keep-alive.
     keepAlive = setInterval(() => {
