@@ -17,9 +17,11 @@
  *   metadata filter `{"__proto__": [...]}` would filter nothing;
  * - every number is one a double carries: `1e400` parses to Infinity, which `JSON.stringify`
  *   writes as `null` (a tool schema's `maximum` would silently become null), and an integer
- *   written beyond ±2^53 that a double cannot hold exactly (`12345678901234567891`) would come
- *   back as another integer. Both are refused; decimals with more digits than a double holds
- *   (`0.10000000000000000555`) are rounded as every JSON reader in JavaScript rounds them.
+ *   written beyond ±2^53 that does not read back as written (`12345678901234567891` comes
+ *   back as 12345678901234567000) would be another integer. Both are refused; integers that
+ *   read back as written (`1e23`, `9223372036854776000`, which JSON.stringify writes) and
+ *   decimals with more digits than a double holds (`0.10000000000000000555`, rounded as every
+ *   JSON reader in JavaScript rounds them) are taken.
  */
 export const MAX_JSON_DEPTH = 128;
 export const MAX_JSON_CONTAINERS = 100_000;
@@ -78,13 +80,25 @@ export function parseJsonText(text: string, options: { itemsOf?: string } = {}):
   }
   const items = options.itemsOf !== undefined ? itemsOf(value, options.itemsOf) : undefined;
   // Integers beyond ±2^53 are rare: the text is scanned for inexact ones only when one is seen.
-  const seen = { unsafeInteger: false };
-  let inexact: Map<number, string> | undefined;
+  // With `itemsOf`, each item is refused for its own first one, the body for one outside them.
+  let inexact: Map<string, InexactInteger> | undefined;
+  const where = (path: Array<string | number>) => (path.length === 0 ? '' : `${path[0]}\u0000${path[1]}`);
   const check = (item: unknown, path: Array<string | number>, depth: number) => {
+    const seen = { unsafeInteger: false };
     checkValue(item, path, depth, seen);
     if (!seen.unsafeInteger) return;
-    inexact ??= inexactIntegers(text);
-    refuseInexactIntegers(item, path, inexact);
+    if (!inexact) {
+      inexact = new Map();
+      for (const found of inexactIntegers(text, options.itemsOf === undefined)) {
+        const under = options.itemsOf !== undefined && found.path[0] === options.itemsOf && typeof found.path[1] === 'number' ? where(found.path) : '';
+        if (!inexact.has(under)) inexact.set(under, found);
+      }
+    }
+    const found = inexact.get(where(path));
+    if (found) {
+      const at = pathText(found.path);
+      throw new JsonTextError('number', `${at ?? 'the request body'}: the integer ${found.token} is beyond what a JSON number carries exactly here (±9007199254740991); send it as a string`, at);
+    }
   };
   if (!items) {
     check(value, [], 0);
@@ -166,69 +180,112 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number,
   }
 }
 
+interface InexactInteger {
+  path: Array<string | number>;
+  /** As the text writes it. */
+  token: string;
+}
+
 /**
- * The integers the text writes that a double does not hold exactly, by the value JSON.parse
- * made of them (`12345678901234567891` → 12345678901234567000): number tokens outside strings
- * whose value has no fraction and lies beyond ±2^53.
+ * The integers the text writes that a double does not hold, each with where it is: number
+ * tokens whose value has no fraction and lies beyond ±2^53, and which do not read back as
+ * written (`12345678901234567891` becomes 12345678901234567000; `1e23` and
+ * `12345678901234567000` read back as themselves and are fine). One pass over the text that
+ * follows the nesting, so paths are exact (a value lookup could name an equal number elsewhere).
  */
-function inexactIntegers(text: string): Map<number, string> {
-  const found = new Map<number, string>();
-  let inString = false;
+function inexactIntegers(text: string, firstOnly: boolean): InexactInteger[] {
+  const found: InexactInteger[] = [];
+  // (A body repeating one number, as a bulk upload may, decides it once.)
+  const verdicts = new Map<string, boolean>();
+  const path: Array<string | number> = [];
+  const arrays: boolean[] = [];
+  let expectingKey = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++;
-      else if (c === 0x22) inString = false;
-      continue;
-    }
-    if (c === 0x22) inString = true;
-    else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+    if (c === 0x22) {
       const start = i;
-      while (i + 1 < text.length && /[-+.eE0-9]/.test(text[i + 1]!)) i++;
+      let escaped = false;
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) {
+          escaped = true;
+          i++;
+        } else if (d === 0x22) break;
+      }
+      if (expectingKey) {
+        path[path.length - 1] = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+        expectingKey = false;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      arrays.push(c === 0x5b);
+      path.push(c === 0x5b ? 0 : '');
+      expectingKey = c === 0x7b;
+    } else if (c === 0x7d || c === 0x5d) {
+      arrays.pop();
+      path.pop();
+      expectingKey = false;
+    } else if (c === 0x2c) {
+      if (arrays[arrays.length - 1]) (path[path.length - 1] as number)++;
+      else expectingKey = true;
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const start = i;
+      while (i + 1 < text.length && isNumberCharacter(text.charCodeAt(i + 1))) i++;
       const token = text.slice(start, i + 1);
-      const value = Number(token);
-      if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
-        const exact = integerWritten(token);
-        if (exact !== undefined && exact !== BigInt(value)) found.set(value, token);
+      let inexact = verdicts.get(token);
+      if (inexact === undefined) verdicts.set(token, (inexact = isInexactInteger(token)));
+      if (inexact) {
+        found.push({ path: [...path], token });
+        if (firstOnly) break;
       }
     }
   }
   return found;
 }
 
-/** The integer a JSON number token writes exactly, or undefined when it writes a fraction. */
-function integerWritten(token: string): bigint | undefined {
+// 0-9 - + . e E
+const isNumberCharacter = (c: number) => (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
+
+const PLAIN_INTEGER = /^-?\d+$/;
+
+function isInexactInteger(token: string): boolean {
+  // A decimal of at most 15 significant digits reads back as written from a double (DBL_DIG).
+  let digits = 0;
+  for (let i = 0; i < token.length; i++) {
+    const c = token.charCodeAt(i);
+    if (c === 0x65 || c === 0x45) break;
+    if (c >= 0x30 && c <= 0x39) digits++;
+  }
+  if (digits <= 15) return false;
+  const value = Number(token);
+  if (!Number.isInteger(value) || Number.isSafeInteger(value)) return false;
+  const printed = String(value);
+  if (printed === token) return false;
+  // Both written out in digits (JSON has no leading zeros): different text, different integer.
+  if (PLAIN_INTEGER.test(token) && PLAIN_INTEGER.test(printed)) return true;
+  const written = integerDecimal(token);
+  // (A token with a fraction is a decimal, rounded as decimals are.)
+  return written !== undefined && written !== integerDecimal(printed);
+}
+
+/**
+ * An integer's decimal in one form (`<sign><digits>e<exponent>`, no leading or trailing zero
+ * digits) whatever way it is written (`1e23`, `100000000000000000000000`, `1.0e23`), or
+ * undefined when the token writes a fraction.
+ */
+function integerDecimal(token: string): string | undefined {
   const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
   if (!match) return undefined;
   const fraction = match[3] ?? '';
-  let digits = match[2]! + fraction;
+  let digits = (match[2]! + fraction).replace(/^0+/, '');
   let exponent = Number(match[4] ?? 0) - fraction.length;
-  while (exponent < 0 && digits.endsWith('0')) {
-    digits = digits.slice(0, -1);
-    exponent++;
-  }
-  // A fraction is rounded as decimals are; a finite double never needs 10^400.
-  if (exponent < 0 || exponent > 400) return undefined;
-  return BigInt(match[1]! + digits) * 10n ** BigInt(exponent);
+  const trailing = digits.length - digits.replace(/0+$/, '').length;
+  digits = digits.slice(0, digits.length - trailing);
+  exponent += trailing;
+  if (digits === '') return '0';
+  return exponent < 0 ? undefined : `${match[1]}${digits}e${exponent}`;
 }
 
-/** Throws for the first number under `value` that stands for an inexact integer of the text. */
-function refuseInexactIntegers(value: unknown, path: Array<string | number>, inexact: Map<number, string>): void {
-  if (typeof value === 'number') {
-    const written = inexact.get(value);
-    if (written !== undefined) {
-      throw new JsonTextError('number', `${describe(path)}: the integer ${written} is beyond what a JSON number carries exactly here (±9007199254740991); send it as a string`, pathText(path));
-    }
-    return;
-  }
-  if (value === null || typeof value !== 'object') return;
-  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((item, i) => [i, item]) : Object.entries(value);
-  for (const [key, item] of entries) {
-    path.push(key);
-    refuseInexactIntegers(item, path, inexact);
-    path.pop();
-  }
-}
+const startsWith = (path: Array<string | number>, prefix: Array<string | number>) => prefix.every((step, i) => path[i] === step);
 
 /** A path as schema errors name fields: `events.0.content.0.text`. */
 function pathText(path: Array<string | number>): string | undefined {

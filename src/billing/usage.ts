@@ -1,6 +1,6 @@
 import type { Pool } from 'pg';
 import type { ActorType, AuthMethod, Principal } from '../auth/principal';
-import type { Queryable } from '../store/db';
+import { backoffMs, type Queryable } from '../store/db';
 import { dataFault, databaseNotReached } from '../store/db-errors';
 
 export { assertCredits } from './credits';
@@ -189,10 +189,11 @@ const writeWithRetry = (db: Queryable, rows: UsageRow[]): Promise<void> => retry
 
 /**
  * Back-off between attempts when Postgres could not be reached: doubling from 250 ms to 8 s,
- * for up to UNREACHED_RETRY_FOR_MS in all. Served calls are billed after an outage of minutes
- * (their rows wait in memory meanwhile, a few hundred bytes each).
+ * for up to UNREACHED_RETRY_FOR_MS in all (by the clock, or by the pauses alone when the
+ * attempts take no time). Served calls are billed after an outage of minutes (their rows wait
+ * in memory meanwhile, a few hundred bytes each), unless the process is stopped before.
  */
-export const unreachedBackoffMs = (attempt: number): number => Math.min(250 * 2 ** attempt, 8000);
+export const unreachedBackoffMs = (attempt: number): number => backoffMs(attempt, 8000);
 export const UNREACHED_RETRY_FOR_MS = 10 * 60_000;
 
 /**
@@ -205,13 +206,14 @@ export async function retryUnapplied(write: () => Promise<void>, sleep = (ms: nu
   let conflicts = 0;
   let unreached = 0;
   let waited = 0;
+  const started = Date.now();
   for (;;) {
     try {
       return await write();
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code && RETRYABLE_SQLSTATES.has(code) && ++conflicts < 3) continue;
-      if (databaseNotReached(error) && waited < UNREACHED_RETRY_FOR_MS) {
+      if (databaseNotReached(error) && waited < UNREACHED_RETRY_FOR_MS && Date.now() - started < UNREACHED_RETRY_FOR_MS) {
         const pause = unreachedBackoffMs(unreached++);
         waited += pause;
         await sleep(pause);

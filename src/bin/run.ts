@@ -1,6 +1,8 @@
 import type { Server } from 'node:http';
 import type { Logger } from '../logger';
 import { ConfigError } from '../config';
+import { decodeURIComponentOr } from '../domain/fields';
+import { databaseUnavailable } from '../store/db-errors';
 
 /**
  * Shutdown timing of the HTTP processes (api, platform api). On SIGTERM/SIGINT requests in
@@ -100,16 +102,16 @@ export async function firstDatabaseContact<T>(databaseUrl: string, step: () => P
 }
 
 /**
- * Why no session could be had: a network error (refused, unknown host, timeout: system error
- * codes), the pool's own connect timeout, or Postgres refusing it (SQLSTATE class 08
- * connection exception, 28 authorization, 3D000 no such database, 53300 too many
- * connections, 57P03 starting up).
+ * Why no session could be had: Postgres unreachable (db-errors.ts: refused, timed out,
+ * terminated), a host name that does not resolve, or Postgres refusing the session (SQLSTATE
+ * 28 authorization, 3D000 no such database, 53300 too many connections). Not a file error of
+ * the migrations (ENOENT) or anything else.
  */
 function connectionFailure(error: unknown): boolean {
-  const { code, message, errors } = (error ?? {}) as { code?: unknown; message?: unknown; errors?: unknown };
+  const { code, errors } = (error ?? {}) as { code?: unknown; errors?: unknown };
   if (Array.isArray(errors) && errors.some(connectionFailure)) return true;
-  if (typeof code === 'string' && (/^E[A-Z]+$/.test(code) || /^(08|28)/.test(code) || ['3D000', '53300', '57P03'].includes(code))) return true;
-  return typeof message === 'string' && /^(timeout exceeded when trying to connect|Connection terminated)/.test(message);
+  if (typeof code === 'string' && (code === 'ENOTFOUND' || /^28/.test(code) || ['3D000', '53300'].includes(code))) return true;
+  return databaseUnavailable(error);
 }
 
 /** The error's message; one of several attempts (localhost as ::1 and 127.0.0.1) has an empty one of its own. */
@@ -138,19 +140,11 @@ function hidePassword(text: string, databaseUrl: string): string {
     const url = new URL(databaseUrl);
     // The URL's password, and any query parameter that carries one (`?password=`, `sslpassword`).
     const found = [url.password, ...[...url.searchParams].filter(([name]) => /password/i.test(name)).map(([, value]) => value)];
-    for (const secret of found.filter(Boolean)) secrets.add(secret).add(safeDecode(secret));
+    for (const secret of found.filter(Boolean)) secrets.add(secret).add(decodeURIComponentOr(secret));
   } catch {
     // not a URL: nothing to find in it
   }
   let masked = text;
   for (const secret of secrets) masked = masked.split(secret).join('***');
   return masked;
-}
-
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }

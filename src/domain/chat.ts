@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CATALOG_MAX_OUTPUT_TOKENS } from '../providers/catalog';
-import { BASE64_PAYLOAD_RULE, hasBase64Payload, isTextMediaType, optionalOrNull, parseDataUrl, readTextFile } from './fields';
+import { JsonTextError, parseJsonText } from '../json-text';
+import { BASE64_PAYLOAD_RULE, hasBase64Payload, isTextMediaType, optionalOrNull, parseDataUrl, unreadableTextFile } from './fields';
 import { ToolInputSchema } from './json-schema';
 
 /**
@@ -44,9 +45,8 @@ const FilePart = z.strictObject({
 /** A text file (read as text for every provider) must be text in its charset. */
 function refuseUnreadableTextFile(url: string, ctx: z.RefinementCtx): void {
   const file = parseDataUrl(url);
-  if (!file || !isTextMediaType(file.mediaType)) return;
-  const read = readTextFile(file.data, file.charset);
-  if ('refused' in read) ctx.addIssue({ code: 'custom', message: read.refused });
+  const problem = file && unreadableTextFile(file.mediaType, file.data, file.charset);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
 }
 
 const UserContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextPart, ImageUrlPart, FilePart])).min(1)]);
@@ -338,12 +338,19 @@ function checkToolPairing(messages: ChatMessage[]): RuleViolation | undefined {
   let conversation = false;
   for (const [index, message] of messages.entries()) {
     if (message.role === 'assistant') {
-      for (const call of message.tool_calls ?? []) {
+      for (const [callIndex, call] of (message.tool_calls ?? []).entries()) {
         calls.add(call.id);
+        // Read by the body's rules (src/json-text.ts): providers that take arguments as objects
+        // get them parsed, so `1e400` in them would reach those as null.
+        let input: unknown;
         try {
-          const input = JSON.parse(call.function.arguments || '{}') as unknown;
-          if (!input || typeof input !== 'object' || Array.isArray(input)) throw new Error('not an object');
-        } catch {
+          input = parseJsonText(call.function.arguments || '{}');
+        } catch (error) {
+          if (error instanceof JsonTextError && error.kind !== 'syntax') {
+            return { param: `messages.${index}.tool_calls.${callIndex}.function.arguments`, message: `the arguments: ${error.message.replace('request body', 'arguments')}` };
+          }
+        }
+        if (!input || typeof input !== 'object' || Array.isArray(input)) {
           return { param: `messages.${index}.tool_calls`, message: 'tool call arguments must be a JSON object encoded as a string' };
         }
       }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Base64Text, charsetOf, isTextMediaType, MediaType, pageLimit, queryBoolean, readTextFile } from './fields';
+import { Base64Text, charsetOf, MediaType, pageLimit, queryBoolean, unreadableTextFile } from './fields';
 
 /**
  * The session event log: what callers may send, and the state rules that decide what a
@@ -41,9 +41,8 @@ const DocumentSourceSchema = z.discriminatedUnion(
       .strictObject({ type: z.literal('base64'), media_type: MediaType, data: Base64Text })
       .superRefine((source, ctx) => {
         // A text file is read as text when the run builds the model's context: it must be text in its charset.
-        if (!isTextMediaType(source.media_type)) return;
-        const read = readTextFile(source.data, charsetOf(source.media_type));
-        if ('refused' in read) ctx.addIssue({ code: 'custom', message: read.refused, path: ['data'] });
+        const problem = unreadableTextFile(source.media_type, source.data, charsetOf(source.media_type));
+        if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['data'] });
       }),
     z.strictObject({ type: z.literal('text'), media_type: z.literal('text/plain').optional(), data: z.string() }),
     z.strictObject({ type: z.literal('url'), url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }) }),

@@ -70,7 +70,7 @@ export const Base64Text = z
   .refine((value) => value.length % 4 === 0 && BASE64.test(value), 'must be standard base64 (A-Z a-z 0-9 + /, padded with =)');
 
 // RFC 2397: `data:<type>/<subtype>[;<attribute>=<value>]...;base64,<payload>`.
-const DATA_URL = /^data:([^;,]+)((?:;[^;,=]+=[^;,]*)*);base64,(.*)$/is;
+const DATA_URL = /^data:([\w.+-]+\/[\w.+-]+)((?:;[^;,=]+=[^;,]*)*);base64,(.*)$/is;
 
 /**
  * A `data:<media type>[;parameters];base64,<payload>` URL unpacked (the scheme and `;base64` in
@@ -90,7 +90,8 @@ export function charsetOf(mediaTypeOrParameters: string): string | undefined {
   return match ? decodeURIComponentOr(match[1]!) : undefined;
 }
 
-const decodeURIComponentOr = (text: string): string => {
+/** A percent-encoded text decoded, or as it is when it is not well-formed percent-encoding. */
+export const decodeURIComponentOr = (text: string): string => {
   try {
     return decodeURIComponent(text);
   } catch {
@@ -117,10 +118,34 @@ export function readTextFile(base64: string, charset: string | undefined): { tex
     return { refused: `the text file's charset ${JSON.stringify(charset)} is not one the gateway reads (use utf-8, utf-16le, iso-8859-1, windows-1252, shift_jis, ...)` };
   }
   try {
-    return { text: decoder.decode(Buffer.from(base64, 'base64')) };
+    const bytes = Buffer.from(base64, 'base64');
+    return { text: decoder.encoding === 'windows-1252' ? decodeWindows1252(bytes) : decoder.decode(bytes) };
   } catch {
     return { refused: `the text file is not valid ${charset ?? 'UTF-8'} text${charset ? '' : ' (name its charset in the media type: text/plain; charset=iso-8859-1)'}` };
   }
+}
+
+/** Why a base64 file of this media type cannot be read as text, or undefined (not text, or readable). */
+export function unreadableTextFile(mediaType: string, base64: string, charset: string | undefined): string | undefined {
+  if (!isTextMediaType(mediaType)) return undefined;
+  const read = readTextFile(base64, charset);
+  return 'refused' in read ? read.refused : undefined;
+}
+
+// Windows-1252's 0x80-0x9F (€ ‚ ƒ „ … † ‡ ˆ ‰ Š ‹ Œ Ž ‘ ’ “ ” • – — ˜ ™ š › œ ž Ÿ; the five it
+// leaves undefined stay the C1 controls of the same number, as WHATWG decodes them).
+const WINDOWS_1252_HIGH = [
+  0x20ac, 0x81, 0x201a, 0x192, 0x201e, 0x2026, 0x2020, 0x2021, 0x2c6, 0x2030, 0x160, 0x2039, 0x152, 0x8d, 0x17d, 0x8f,
+  0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x2dc, 0x2122, 0x161, 0x203a, 0x153, 0x9d, 0x17e, 0x178,
+];
+
+/**
+ * Windows-1252, which WHATWG also reads for the labels iso-8859-1, latin1 and us-ascii (what
+ * such files really hold). Decoded here: Node 20's TextDecoder reads it as Latin-1 (curly
+ * quotes, dashes and € become C1 control characters; nodejs/node#56542).
+ */
+function decodeWindows1252(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('latin1').replace(/[\x80-\x9f]/g, (c) => String.fromCharCode(WINDOWS_1252_HIGH[c.charCodeAt(0) - 0x80]!));
 }
 
 /** A data: URL's payload is base64 a provider can decode (bad bytes would fail there, in its own shape). */

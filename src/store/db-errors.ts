@@ -15,9 +15,11 @@ export function nulInText(error: unknown): boolean {
  * Postgres could not be reached, or dropped the connection (refused, shutting down, pool
  * connect timeout): a dependency outage the caller should retry with back-off, not a 500.
  */
-const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
-// (`Query read timeout`: pg's statement timeout, QUERY_TIMEOUT_MS in db.ts: Postgres stopped answering.)
-const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated unexpectedly|Connection terminated due to connection timeout|Query read timeout|Client was closed and is not queryable)/;
+// (57014: a statement cancelled by statement_timeout, QUERY_TIMEOUT_MS in db.ts: Postgres too slow or a lock held too long.)
+const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57014', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
+// (`Query read timeout`: pg's client-side timeout, QUERY_TIMEOUT_MS in db.ts: Postgres stopped answering.)
+const DATABASE_UNAVAILABLE_MESSAGES =
+  /^(timeout exceeded when trying to connect|Connection terminated unexpectedly|Connection terminated due to connection timeout|Query read timeout|Client was closed and is not queryable|Client has encountered a connection error and is not queryable)/;
 /**
  * The statement never reached Postgres (no connection could be made or taken from the pool):
  * it wrote nothing, so sending it again cannot apply it twice. (A connection lost mid-statement

@@ -8,18 +8,21 @@ export type Queryable = Pick<Pool, 'query'> | PoolClient;
 const POOL_ENDING = 'ending';
 
 /**
- * The longest a statement may go unanswered by default (DATABASE_QUERY_TIMEOUT_MS). Without it
- * a request on a pooled connection to a Postgres that stopped answering (a network partition:
- * the socket stays open) waits forever; with it the statement fails as an outage (503) and its
- * connection is discarded. Far above any statement the gateway makes; migrations, which may
- * take longer, run without it.
+ * The longest a statement may take by default (DATABASE_QUERY_TIMEOUT_MS), lock waits included.
+ * Postgres cancels it then (statement_timeout: it stops running, and a transaction it was in
+ * rolls back), and the statement fails as an outage (503). A few seconds later the client gives
+ * up by itself (query_timeout): a Postgres that stopped answering (a network partition: the
+ * socket stays open) would otherwise keep the request waiting for ever; that connection is
+ * discarded. Far above what the gateway's statements take; migrations, which may take longer,
+ * run without either.
  */
 export const QUERY_TIMEOUT_MS = 30_000;
+const CLIENT_TIMEOUT_MARGIN_MS = 5_000;
 
 const connectionSettings = (url: string) => ({ connectionString: url, connectionTimeoutMillis: 5000, keepAlive: true });
 
 export function createPool(url: string, max = 20, queryTimeoutMs = QUERY_TIMEOUT_MS): Pool {
-  const pool = new Pool({ ...connectionSettings(url), max, idleTimeoutMillis: 30000, query_timeout: queryTimeoutMs });
+  const pool = new Pool({ ...connectionSettings(url), max, idleTimeoutMillis: 30000, statement_timeout: queryTimeoutMs, query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS });
   // An idle client losing its connection (server restart) must not crash the process.
   pool.on('error', () => undefined);
   // Nor one that is checked out: pg emits 'error' on the client too (pg-pool listens only while
@@ -76,9 +79,10 @@ export async function connectWithoutTimeout(pool: Pool): Promise<Client> {
 
 /**
  * Runs `work` again while Postgres is unavailable (refused, restarting, a connection lost or a
- * statement timed out), with back-off doubling to 4 s, for up to `forMs`; any other error, or
- * `signal` aborting, ends it. Only for work that is safe to run twice (idempotent writes): a
- * connection lost at its commit may have applied it.
+ * statement timed out), with back-off doubling to 4 s, starting attempts for up to `forMs` (the
+ * last one may then take its statements' timeouts); any other error, or `signal` aborting,
+ * ends it. Only for work that is safe to run twice (idempotent writes): a connection lost at
+ * its commit may have applied it.
  */
 export async function retryWhileDatabaseUnavailable<T>(work: () => Promise<T>, options: { forMs: number; signal?: AbortSignal }): Promise<T> {
   const deadline = Date.now() + options.forMs;
@@ -87,7 +91,23 @@ export async function retryWhileDatabaseUnavailable<T>(work: () => Promise<T>, o
       return await work();
     } catch (error) {
       if (!databaseUnavailable(error) || Date.now() >= deadline || options.signal?.aborted) throw error;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** attempt, 4000, Math.max(0, deadline - Date.now()))));
+      await pause(Math.min(backoffMs(attempt, 4000), Math.max(0, deadline - Date.now())), options.signal);
     }
   }
+}
+
+/** Back-off before attempt `attempt + 1` (from 0): 250 ms doubling, at most `capMs`. */
+export const backoffMs = (attempt: number, capMs: number): number => Math.min(250 * 2 ** attempt, capMs);
+
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }

@@ -3,6 +3,7 @@ import { startApi, type TestApi } from '../../support/harness';
 import { createSession, tenantWithAgent } from '../sessions/support';
 import { testConfig } from '../../support/config';
 import { bearer, json, type Tenant } from '../../support/factories';
+import { startFreezableProxy } from '../../support/freezable-proxy';
 
 /**
  * Postgres going away under a request: a connection lost inside a transaction (a restart, a
@@ -73,7 +74,7 @@ test('a connection terminated inside a transaction: 503, nothing written, the pr
   expect(await eventsWith('after-termination')).toBe(1);
 });
 
-test(`a statement unanswered for DATABASE_QUERY_TIMEOUT_MS: 503 then, nothing written, the next request served`, async () => {
+test(`a statement longer than DATABASE_QUERY_TIMEOUT_MS (a lock held): cancelled by Postgres, 503, nothing written, the next request served`, async () => {
   const started = Date.now();
   await whileLocked(async () => {
     await expect503(await message('timed-out-write'));
@@ -81,4 +82,25 @@ test(`a statement unanswered for DATABASE_QUERY_TIMEOUT_MS: 503 then, nothing wr
   });
   expect(await eventsWith('timed-out-write')).toBe(0);
   expect((await message('after-timeout')).status).toBe(200);
+});
+
+test('Postgres stops answering (a partition): 503 once the client gives up, then served again without a restart', async () => {
+  const url = new URL(testConfig().DATABASE_URL);
+  const proxy = await startFreezableProxy(Number(url.port || 5432));
+  url.host = proxy.address;
+  const partitioned = await startApi({ DATABASE_URL: url.toString(), DATABASE_QUERY_TIMEOUT_MS: '1000' });
+  try {
+    const agents = () => fetch(`${partitioned.url}/v1/agents?project_id=${tenant.projectId}`, { headers: bearer(tenant.key) });
+    expect((await agents()).status).toBe(200);
+    proxy.frozen = true;
+    const started = Date.now();
+    await expect503(await agents());
+    // The client's own timeout (1 s + 5 s margin) or the pool's connect timeout (5 s), not for ever.
+    expect(Date.now() - started).toBeLessThan(15_000);
+    proxy.frozen = false;
+    expect((await agents()).status).toBe(200);
+  } finally {
+    await partitioned.close();
+    await proxy.close();
+  }
 });

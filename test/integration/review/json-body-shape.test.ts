@@ -127,6 +127,18 @@ describe('numbers a double cannot carry: 400 naming where, nothing written', () 
 
   test('chat completions: refused before anything goes upstream, in the native envelope on /v1/messages', async () => {
     await expect400(await post('/v1/chat/completions', '{"model":"openai/gpt-4o","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"type":"number","maximum":1e999}}}}'), /response_format\.json_schema\.schema\.maximum is a number too large/);
+    // Inside a tool call's arguments (JSON in a string, parsed for providers that take objects).
+    const call = (args: string) =>
+      post('/v1/chat/completions', {
+        model: 'anthropic/claude-haiku-4-5',
+        messages: [
+          { role: 'user', content: 'go' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: args } }] },
+          { role: 'tool', tool_call_id: 'c1', content: 'done' },
+        ],
+      });
+    await expect400(await call('{"n":[1e400]}'), /^messages\.1\.tool_calls\.0\.function\.arguments: the arguments: n\.0 is a number too large to carry/);
+    expect((await call('{"n":[1e300]}')).status).toBe(200);
     const native = await post('/v1/messages', '{"model":"claude-haiku-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"f","input_schema":{"type":"object","properties":{"n":{"const":12345678901234567891}}}}]}', { ...bearer(tenant.key), 'anthropic-version': '2023-06-01' });
     expect(native.status).toBe(400);
     expect((await json(native)).error).toMatchObject({ type: 'invalid_request_error', message: expect.stringMatching(/the integer 12345678901234567891 /) });

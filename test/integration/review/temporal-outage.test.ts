@@ -1,9 +1,8 @@
-import { createServer, connect, type Server, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { startApi, type TestApi } from '../../support/harness';
 import { createSession, tenantWithAgent } from '../sessions/support';
 import { bearer, type Tenant } from '../../support/factories';
 import { SIGNAL_DEADLINE_MS } from '../../../src/temporal/session-signals';
+import { startFreezableProxy, type FreezableProxy } from '../../support/freezable-proxy';
 
 /**
  * Temporal stops answering (a partition: connections stay open, nothing comes back) after the
@@ -15,31 +14,18 @@ import { SIGNAL_DEADLINE_MS } from '../../../src/temporal/session-signals';
 let api: TestApi;
 let tenant: Tenant;
 let sessionId: string;
-let proxy: Server;
-let frozen = false;
-const sockets = new Set<Socket>();
+let proxy: FreezableProxy;
 
 beforeAll(async () => {
-  // A TCP proxy to the dev server that can stop forwarding without closing anything.
-  proxy = createServer((client) => {
-    const upstream = connect(7233, '127.0.0.1');
-    for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
-      sockets.add(from);
-      from.on('data', (chunk) => frozen || to.write(chunk));
-      from.on('error', () => undefined);
-      from.on('close', () => to.destroy());
-    }
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  api = await startApi({ TEMPORAL_ADDRESS: `127.0.0.1:${(proxy.address() as AddressInfo).port}` });
+  proxy = await startFreezableProxy(7233);
+  api = await startApi({ TEMPORAL_ADDRESS: proxy.address });
   const created = await tenantWithAgent(api);
   tenant = created.tenant;
   sessionId = (await createSession(created.client, created.agent.id)).id;
 });
 afterAll(async () => {
   await api.close();
-  for (const socket of sockets) socket.destroy();
-  await new Promise((resolve) => proxy.close(resolve));
+  await proxy.close();
 });
 
 const sendMessage = (text: string) =>
@@ -52,7 +38,7 @@ const sendMessage = (text: string) =>
 test('a message sent while Temporal does not answer: 200 within the signal deadline, stored unprocessed for the reconciler', async () => {
   // Connected and signalled through the proxy first.
   expect((await sendMessage('before the partition')).status).toBe(200);
-  frozen = true;
+  proxy.frozen = true;
   const started = Date.now();
   const response = await sendMessage('during the partition');
   const took = Date.now() - started;

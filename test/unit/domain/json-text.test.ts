@@ -91,6 +91,18 @@ describe('parseJsonText', () => {
     expect(error.message).toContain(`the integer ${literal} `);
   });
 
+  test('an integer that reads back as written is taken, however a double stores it (what JSON.stringify writes comes back in)', () => {
+    expect(parseJsonText('{"a":1e23,"b":9223372036854776000,"c":12345678901234567000,"d":1.7976931348623157e308}')).toEqual({ a: 1e23, b: 2 ** 63, c: 12345678901234567000, d: Number.MAX_VALUE });
+    const stored = { order_id: 12345678901234567891.5 };
+    expect(parseJsonText(JSON.stringify(stored))).toEqual(stored);
+  });
+
+  test('the refusal names where the inexact integer is, not an equal number elsewhere', () => {
+    expect(failure('{"metadata":{"a":9007199254740992,"b":9007199254740993}}').path).toBe('metadata.b');
+    expect(failure('{"list":[9007199254740992,{},[],"9007199254740993",9007199254740993]}').path).toBe('list.4');
+    expect(failure('{"k.x":{"e\\"sc":[{"z":-9007199254740993}]}}').path).toBe('k.x.e"sc.0.z');
+  });
+
   test('integers a double holds exactly, decimals (rounded) and -0 parse; digits inside strings are not numbers', () => {
     expect(parseJsonText('{"a":9007199254740992,"b":1e20,"c":100000000000000000000,"d":0.10000000000000000555,"e":-0,"f":"12345678901234567891"}')).toEqual({
       a: 9007199254740992,
