@@ -24,19 +24,27 @@ export async function reconcileOnce(deps: Deps, olderThanMs = 2000): Promise<num
       await signalSession(deps, session, runId ? 'interrupt' : 'events', runId);
       signalled++;
     } catch (error) {
-      const unreachable = temporalUnreachable(error);
-      deps.logger.warn({ err: error, session_id: session.id }, unreachable ? 'reconcile signal failed: Temporal unreachable, the rest wait for the next pass' : 'reconcile signal failed');
-      if (unreachable) break;
+      if (reconcileFailed(deps, session.id, error)) break;
     }
   }
   return signalled;
 }
 
-// gRPC DEADLINE_EXCEEDED and UNAVAILABLE, or no connection made at all.
+// gRPC DEADLINE_EXCEEDED and UNAVAILABLE.
 const UNREACHABLE_GRPC_CODES = new Set([4, 14]);
-function temporalUnreachable(error: unknown): boolean {
-  const { code, name, message } = (error ?? {}) as { code?: unknown; name?: unknown; message?: unknown };
-  return (typeof code === 'number' && UNREACHABLE_GRPC_CODES.has(code)) || name === 'TransportError' || (typeof message === 'string' && /Failed to connect before the deadline/.test(message));
+
+/**
+ * Whether a Temporal call failed because Temporal cannot be reached: no connection could be
+ * made, or the gRPC call ran out of time or found no server. The client wraps the gRPC error
+ * (`ServiceError: Failed to signalWithStart Workflow`, the code on its cause): causes are read.
+ */
+export function temporalUnreachable(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause && depth < 5; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const { code, name, message } = cause as { code?: unknown; name?: unknown; message?: unknown };
+    if (typeof code === 'number' && UNREACHABLE_GRPC_CODES.has(code)) return true;
+    if (name === 'TransportError' || (typeof message === 'string' && /Failed to connect before the deadline/.test(message))) return true;
+  }
+  return false;
 }
 
 /**
@@ -102,14 +110,19 @@ export async function reconcileDeletedSessions(deps: Deps, olderThanMs = DELETED
     // A run still holding the session is interrupted first (the delete's own interrupt was lost);
     // its end then finds the session deleted, and the workflow ends.
     const signal = runId ? signalSession(deps, session, 'interrupt', runId).then(() => 'signalled' as const) : signalSessionDeleted(deps, id);
-    const outcome = await signal.catch((error: unknown) => {
-      deps.logger.warn({ err: error, session_id: id }, 'reconcile signal failed');
-      return 'failed' as const;
-    });
+    const outcome = await signal.catch((error: unknown) => (reconcileFailed(deps, id, error) ? ('unreachable' as const) : ('failed' as const)));
+    if (outcome === 'unreachable') break;
     if (outcome === 'signalled') signalled++;
     if (outcome === 'no_workflow') await markWorkflowEnded(deps.db, id);
   }
   return signalled;
+}
+
+/** Logs a failed re-signal; true when Temporal is unreachable (the pass then stops: the rest wait for the next). */
+function reconcileFailed(deps: Deps, sessionId: string, error: unknown): boolean {
+  const unreachable = temporalUnreachable(error);
+  deps.logger.warn({ err: error, session_id: sessionId }, unreachable ? 'reconcile signal failed: Temporal unreachable, the rest wait for the next pass' : 'reconcile signal failed');
+  return unreachable;
 }
 
 export function startReconciler(deps: Deps): () => void {

@@ -2,6 +2,7 @@ import { startApi, type TestApi } from '../../support/harness';
 import { createSession, tenantWithAgent } from '../sessions/support';
 import { bearer, type Tenant } from '../../support/factories';
 import { SIGNAL_DEADLINE_MS } from '../../../src/temporal/session-signals';
+import { reconcileOnce } from '../../../src/temporal/reconciler';
 import { startFreezableProxy, type FreezableProxy } from '../../support/freezable-proxy';
 
 /**
@@ -47,4 +48,15 @@ test('a message sent while Temporal does not answer: 200 within the signal deadl
   const { rows } = await api.deps.db.query(`SELECT processed_at FROM session_events WHERE session_id = $1 AND type = 'user.message' AND content::text LIKE '%during the partition%'`, [sessionId]);
   expect(rows).toEqual([{ processed_at: null }]);
   expect(api.logs.some((line) => line.includes('session signal failed after commit; left for the reconciler'))).toBe(true);
+});
+
+test('the reconciler stops its pass at the first signal Temporal does not answer, instead of waiting out each one', async () => {
+  // (Still partitioned: the message above is unprocessed, as may be other files' sessions.)
+  expect(proxy.frozen).toBe(true);
+  const started = Date.now();
+  expect(await reconcileOnce(api.deps, 0)).toBe(0);
+  expect(Date.now() - started).toBeLessThan(2 * SIGNAL_DEADLINE_MS);
+  expect(api.logs.filter((line) => line.includes('reconcile signal failed: Temporal unreachable'))).toHaveLength(1);
+  // (No pass once Temporal answers again: it would signal other test files' sessions too, from
+  // this file's task queue.)
 });
