@@ -1,9 +1,13 @@
 import type { Deps } from '../src/deps';
 import { fetchDocument, searchCollection, type CitationData } from '../src/search/grounding';
 import { SearchUnavailableError } from '../src/search/errors';
+import { backoffMs } from '../src/store/db';
 import type { FilterCeiling } from '../src/domain/kb';
 import { toolErrorEnvelope } from '../src/domain/run-tools';
 import type { KnowledgeBaseCall, ToolAnswer } from './server-tools';
+
+/** Further attempts at a search Elasticsearch could not serve, 0.5, 1 and 2 s apart. */
+const SEARCH_RETRIES = 3;
 
 /**
  * The `<collection_id>_search` and `<collection_id>_fetch` tools of a `knowledge_base` entry, over the
@@ -13,13 +17,17 @@ import type { KnowledgeBaseCall, ToolAnswer } from './server-tools';
  */
 export function createKnowledgeBaseTool(deps: Deps) {
   return async (call: KnowledgeBaseCall): Promise<ToolAnswer> => {
-    try {
-      return await answer(deps, call);
-    } catch (error) {
-      // Elasticsearch (or the embedder) down: the model is told, and may try again or answer
-      // without it, rather than the run failing as an internal error after the retries.
-      if (error instanceof SearchUnavailableError) return failure('unavailable', 'the knowledge base is unavailable right now; try again shortly', undefined, true);
-      throw error;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await answer(deps, call);
+      } catch (error) {
+        if (!(error instanceof SearchUnavailableError)) throw error;
+        // A blip (a 429, a node restarting) is ridden out; Elasticsearch (or the embedder) still
+        // down after that: the model is told, and may try again or answer without it, rather
+        // than the run failing as an internal error.
+        if (attempt >= SEARCH_RETRIES) return failure('unavailable', 'the knowledge base is unavailable right now; try again shortly', undefined, true);
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt + 1, 2000)));
+      }
     }
   };
 }

@@ -13,6 +13,7 @@ import { createPool } from '../../src/store/db';
 import { testConfig } from '../support/config';
 import { bearer, createTenant, json, type Tenant } from '../support/factories';
 import { captureLogs } from '../support/harness';
+import { startTestSimulator, type Simulator } from '../support/simulator';
 
 /**
  * Graceful shutdown of the real api and platform processes (`node --import tsx src/bin/….ts`,
@@ -22,7 +23,15 @@ import { captureLogs } from '../support/harness';
 const ROOT = path.resolve(__dirname, '../..');
 const config = testConfig();
 const db = createPool(config.DATABASE_URL, 2);
-afterAll(() => db.end());
+// The provider behind the api, in this process (nothing else is listening when CI runs this).
+let sim: Simulator;
+beforeAll(async () => {
+  sim = await startTestSimulator();
+});
+afterAll(async () => {
+  await db.end();
+  await sim.close();
+});
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -51,6 +60,7 @@ async function spawnBin(bin: 'api' | 'platform', env: Record<string, string>, re
       // Nothing here runs a session, but a signal must never reach the dev system's worker.
       TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
       ELASTICSEARCH_INDEX_PREFIX: config.ELASTICSEARCH_INDEX_PREFIX,
+      SIMULATOR_URL: sim.url,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -168,7 +178,7 @@ describe('api shutdown on SIGTERM', () => {
       request.on('error', reject);
       request.end(JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: '[[delay:1500]] Hello' }] }));
     });
-    await new Promise((resolve) => setTimeout(resolve, 400)); // the request is with the model now
+    await until(() => sim.requests.some((r) => JSON.stringify(r.body ?? '').includes('[[delay:1500]] Hello'))); // with the model now
 
     const signalledAt = api.signal('SIGTERM');
     await until(() => stream.outcome() !== undefined);
@@ -198,7 +208,7 @@ describe('a gateway stream still running at the end of the drain window', () => 
 
   test('ends with the protocol error chunk, is billed for what was produced, and its usage is written before the pools close', async () => {
     const { stream: logs } = captureLogs();
-    const deps = createDeps(config, createLogger({ level: 'info', destination: logs }));
+    const deps = createDeps({ ...config, SIMULATOR_URL: sim.url }, createLogger({ level: 'info', destination: logs }));
     server = createApiServer(createApp(deps));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;

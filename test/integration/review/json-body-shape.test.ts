@@ -1,4 +1,5 @@
 import { startApi, type TestApi } from '../../support/harness';
+import { startTestSimulator, type Simulator } from '../../support/simulator';
 import { createSession, tenantWithAgent } from '../sessions/support';
 import { platformUserWithAccount, startPlatform } from '../../support/platform';
 import { uniqueId } from '../../support/config';
@@ -13,13 +14,19 @@ import { bearer, createServiceToken, json, type Tenant } from '../../support/fac
 let api: TestApi;
 let tenant: Tenant;
 let sessionId: string;
+// (A provider for the calls that pass: nothing listens at the default SIMULATOR_URL in CI.)
+let sim: Simulator;
 beforeAll(async () => {
-  api = await startApi();
+  sim = await startTestSimulator();
+  api = await startApi({ SIMULATOR_URL: sim.url });
   const created = await tenantWithAgent(api);
   tenant = created.tenant;
   sessionId = (await createSession(created.client, created.agent.id)).id;
 });
-afterAll(() => api.close());
+afterAll(async () => {
+  await api.close();
+  await sim.close();
+});
 
 // Bodies are written as JSON text: JSON.stringify would escape a lone surrogate the same way,
 // but writing it out keeps the test's input visible.

@@ -1,4 +1,5 @@
 import type { Deps } from '../../../deps';
+import { shutdownSignals } from '../../../net/graceful-close';
 import { callerFields, chargeUsage } from '../../../billing/usage';
 import { creditAdmissionFor } from '../../../billing/admission';
 import { computeCreditsNano, type ModelRecord } from '../../../providers/catalog';
@@ -92,7 +93,13 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
     meterRow(ctx, { model: model.id, operation, credits_nano: computeCreditsNano(model, usage), ...usage });
   const clientSignal = (ctx: AppContext) => {
     const controller = new AbortController();
+    // Also when a shutdown's drain window is over (src/net/graceful-close.ts): the upstream call
+    // stops at once (a stream has its protocol's error ending written first, by sse.ts).
+    const { ending } = shutdownSignals(ctx.req);
+    const onEnding = () => controller.abort(new Error('the server is shutting down'));
+    ending.addEventListener('abort', onEnding, { once: true });
     ctx.res.once('close', () => {
+      ending.removeEventListener('abort', onEnding);
       if (!ctx.res.writableFinished) controller.abort(new Error('client disconnected'));
     });
     return controller.signal;
