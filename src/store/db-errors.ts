@@ -19,7 +19,7 @@ export function nulInText(error: unknown): boolean {
 const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57014', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08004', '08006']);
 // (`Query read timeout`: pg's client-side timeout, QUERY_TIMEOUT_MS in db.ts: Postgres stopped answering.)
 const DATABASE_UNAVAILABLE_MESSAGES =
-  /^(timeout exceeded when trying to connect|Connection terminated unexpectedly|Connection terminated due to connection timeout|Query read timeout|Client was closed and is not queryable|Client has encountered a connection error and is not queryable)/;
+  /^(timeout exceeded when trying to connect|timeout expired|Connection terminated unexpectedly|Connection terminated due to connection timeout|Query read timeout|Client was closed and is not queryable|Client has encountered a connection error and is not queryable)/;
 /**
  * The statement never reached Postgres (no connection could be made or taken from the pool):
  * it wrote nothing, so sending it again cannot apply it twice. (A connection lost mid-statement
@@ -27,7 +27,8 @@ const DATABASE_UNAVAILABLE_MESSAGES =
  */
 // (EHOSTUNREACH and ENETUNREACH are left out: they can also end a connection mid-statement.)
 const NOT_REACHED_CODES = new Set(['ECONNREFUSED', 'EAI_AGAIN', '57P03']);
-const NOT_REACHED_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
+// (`timeout expired`: a pg Client's own connect timeout, as the pool's is `timeout exceeded ...`.)
+const NOT_REACHED_MESSAGES = /^(timeout exceeded when trying to connect|timeout expired|Connection terminated due to connection timeout)/;
 export function databaseNotReached(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   return (typeof code === 'string' && NOT_REACHED_CODES.has(code)) || (typeof message === 'string' && NOT_REACHED_MESSAGES.test(message));

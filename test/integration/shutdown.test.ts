@@ -250,6 +250,33 @@ describe('a gateway stream still running at the end of the drain window', () => 
   });
 });
 
+test('a model call not streamed, still waiting at the end of the drain window: 503 service_unavailable, its upstream call cancelled, nothing billed', async () => {
+  const deps = createDeps({ ...config, SIMULATOR_URL: sim.url }, createLogger({ level: 'silent' }));
+  const server = createApiServer(createApp(deps));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const tenant = await createTenant(db);
+    const { port } = server.address() as AddressInfo;
+    const marker = `[[delay:5000]] slow ${tenant.projectId}`;
+    const answered = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: bearer(tenant.key),
+      body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: marker }] }),
+    });
+    await until(() => sim.requests.some((r) => JSON.stringify(r.body ?? '').includes(marker)));
+    const report = await closeGracefully(server, { drainMs: 300, endMs: 2_000 });
+    const response = await answered;
+    expect(response.status).toBe(503);
+    expect((await json(response)).error).toMatchObject({ type: 'service_unavailable', message: 'the server is shutting down; send the request again' });
+    expect(report).toMatchObject({ ended: 1, cut: 0 });
+    await until(() => sim.requests.find((r) => JSON.stringify(r.body ?? '').includes(marker))!.aborted);
+    await closeDeps(deps);
+    expect(await usageRows(tenant)).toHaveLength(0);
+  } finally {
+    server.closeAllConnections();
+  }
+});
+
 describe('platform api shutdown on SIGTERM', () => {
   test('keep-alive, silent and half-sent connections close at once and the process exits 0', async () => {
     const port = await freePort();

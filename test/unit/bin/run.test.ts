@@ -105,10 +105,17 @@ describe('start-up failures', () => {
     const both = new AggregateError([Object.assign(new Error('connect ECONNREFUSED ::1:5432'), { code: 'ECONNREFUSED' }), Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432 for pa$$-word-7'), { code: 'ECONNREFUSED' })], '');
     const message = await firstDatabaseContact('postgres://gateway:pa%24%24-word-7@localhost/gateway', () => Promise.reject(both)).catch((error: Error) => error.message);
     expect(message).toBe('cannot connect to the database at DATABASE_URL (postgres://gateway@localhost/gateway): connect ECONNREFUSED ::1:5432; connect ECONNREFUSED 127.0.0.1:5432 for ***');
+    // A Postgres that takes the connection and never answers: pg's own connect timeout.
+    const silent = await firstDatabaseContact('postgres://gateway:x@db/gateway', () => Promise.reject(new Error('timeout expired'))).catch((error: Error) => error);
+    expect(silent).toBeInstanceOf(StartupError);
+    expect(silent.message).toBe('cannot connect to the database at DATABASE_URL (postgres://gateway@db/gateway): timeout expired');
   });
 
   test('a failure that is not about reaching the database is left as it is', async () => {
     const migrationBug = Object.assign(new Error('relation "nope" does not exist'), { code: '42P01' });
     await expect(firstDatabaseContact('postgres://gateway:secret@127.0.0.1/gateway', () => Promise.reject(migrationBug))).rejects.toBe(migrationBug);
+    // (Nor a file of the migrations missing: a system error code, but no network one.)
+    const missing = Object.assign(new Error("ENOENT: no such file or directory, scandir 'migrations'"), { code: 'ENOENT' });
+    await expect(firstDatabaseContact('postgres://gateway:secret@127.0.0.1/gateway', () => Promise.reject(missing))).rejects.toBe(missing);
   });
 });

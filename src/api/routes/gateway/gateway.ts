@@ -9,7 +9,7 @@ import type { UnifiedRequest, UnifiedResult, Usage } from '../../../providers/ty
 import { ApiError } from '../../errors';
 import type { AppContext } from '../../types';
 import { blockListModerator, contentBlocked, moderatedTexts, type Moderator } from './moderation';
-import { startedStream, writeSse, type SseProtocol } from './sse';
+import { shuttingDown, startedStream, writeSse, type SseProtocol } from './sse';
 
 export interface GatewayOptions {
   providers?: ProviderRegistry;
@@ -109,6 +109,8 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
     try {
       result = await providers.generate(request, { signal: clientSignal(ctx) });
     } catch (error) {
+      // Cancelled because a shutdown's drain window is over: the client sends it again elsewhere.
+      if (shutdownSignals(ctx.req).ending.aborted) throw shuttingDown();
       relayUpstreamFailure(ctx, error);
       return undefined;
     }
