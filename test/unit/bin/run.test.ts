@@ -106,7 +106,7 @@ describe('start-up failures', () => {
     const message = await firstDatabaseContact('postgres://gateway:pa%24%24-word-7@localhost/gateway', () => Promise.reject(both)).catch((error: Error) => error.message);
     expect(message).toBe('cannot connect to the database at DATABASE_URL (postgres://gateway@localhost/gateway): connect ECONNREFUSED ::1:5432; connect ECONNREFUSED 127.0.0.1:5432 for ***');
     // A Postgres that takes the connection and never answers: pg's own connect timeout.
-    const silent = await firstDatabaseContact('postgres://gateway:x@db/gateway', () => Promise.reject(new Error('timeout expired'))).catch((error: Error) => error);
+    const silent = await firstDatabaseContact('postgres://gateway:pw-9@db/gateway', () => Promise.reject(new Error('timeout expired'))).catch((error: Error) => error);
     expect(silent).toBeInstanceOf(StartupError);
     expect(silent.message).toBe('cannot connect to the database at DATABASE_URL (postgres://gateway@db/gateway): timeout expired');
   });
