@@ -8,10 +8,11 @@
  * - strings (keys too) must be well-formed UTF-16. A `\ud800` escape with no partner parses
  *   to a lone surrogate, which jsonb refuses and a text column silently stores as U+FFFD, so
  *   the value would neither be stored nor round-trip;
- * - at most MAX_JSON_CONTAINERS arrays and objects in all, and MAX_JSON_MEMBERS object members,
- *   counted on the text before parsing: building millions of tiny containers (30 MB of nested
- *   `[]`), or objects of millions of keys, takes `JSON.parse` (and every copy after it) seconds,
- *   during which the process answers nobody, where the same bytes of strings take milliseconds;
+ * - at most MAX_JSON_CONTAINERS arrays and objects in all, MAX_JSON_MEMBERS object members and
+ *   MAX_JSON_VALUES values, counted on the text before parsing: building millions of tiny
+ *   containers (30 MB of nested `[]`), objects of millions of keys or arrays of millions of
+ *   numbers takes `JSON.parse` (and every copy after it) seconds, during which the process
+ *   answers nobody, where the same bytes of strings take milliseconds;
  * - no key is `__proto__`. JSON.parse keeps it as a plain key, but copying the object (as
  *   schema parsing does) sets a prototype instead, so the entry would silently vanish: a
  *   metadata filter `{"__proto__": [...]}` would filter nothing;
@@ -21,11 +22,15 @@
  *   back as 12345678901234567000) would be another integer. Both are refused; integers that
  *   read back as written (`1e23`, `9223372036854776000`, which JSON.stringify writes) and
  *   decimals with more digits than a double holds (`0.10000000000000000555`, rounded as every
- *   JSON reader in JavaScript rounds them) are taken.
+ *   JSON reader in JavaScript rounds them) are taken. Numbers of more than 15 digits are
+ *   checked against their text, at most MAX_JSON_LONG_NUMBERS of them (each costs a little).
  */
 export const MAX_JSON_DEPTH = 128;
 export const MAX_JSON_CONTAINERS = 100_000;
 export const MAX_JSON_MEMBERS = 100_000;
+export const MAX_JSON_VALUES = 1_000_000;
+/** Numbers of more than 15 digits a body may hold: each is checked against its text (above). */
+export const MAX_JSON_LONG_NUMBERS = 10_000;
 
 export class JsonTextError extends Error {
   readonly kind: 'encoding' | 'syntax' | 'depth' | 'surrogate' | 'key' | 'size' | 'number';
@@ -68,10 +73,11 @@ export function decodeUtf8(bytes: Uint8Array): string {
  * item of that top-level array that breaks a rule becomes a RefusedJsonItem instead.
  */
 export function parseJsonText(text: string, options: { itemsOf?: string } = {}): unknown {
-  // A text this short cannot hold more containers or members than the limits: no scan on the hot path.
+  // A text this short cannot hold more containers, members or values than the limits: no scan on the hot path.
   const excess = text.length > 2 * Math.min(MAX_JSON_CONTAINERS, MAX_JSON_MEMBERS) ? structureExceeding(text) : undefined;
   if (excess === 'containers') throw new JsonTextError('size', `request body holds more than ${MAX_JSON_CONTAINERS} arrays and objects`);
   if (excess === 'members') throw new JsonTextError('size', `request body holds more than ${MAX_JSON_MEMBERS} object members (keys)`);
+  if (excess === 'values') throw new JsonTextError('size', `request body holds more than ${MAX_JSON_VALUES} values`);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -79,22 +85,13 @@ export function parseJsonText(text: string, options: { itemsOf?: string } = {}):
     throw new JsonTextError('syntax', 'request body is not valid JSON');
   }
   const items = options.itemsOf !== undefined ? itemsOf(value, options.itemsOf) : undefined;
-  // Integers beyond ±2^53 are rare: the text is scanned for inexact ones only when one is seen.
-  // With `itemsOf`, each item is refused for its own first one, the body for one outside them.
-  let inexact: Map<string, InexactInteger> | undefined;
-  const where = (path: Array<string | number>) => (path.length === 0 ? '' : `${path[0]}\u0000${path[1]}`);
+  // Only a number of 16 digits or more can be an inexact integer: texts without such a digit
+  // run (almost all) are not scanned for them. With `itemsOf`, each item is refused for its own
+  // first one, the body for one outside them.
+  const inexact = /\d{16}/.test(text) ? inexactIntegersByItem(text, options.itemsOf) : undefined;
   const check = (item: unknown, path: Array<string | number>, depth: number) => {
-    const seen = { unsafeInteger: false };
-    checkValue(item, path, depth, seen);
-    if (!seen.unsafeInteger) return;
-    if (!inexact) {
-      inexact = new Map();
-      for (const found of inexactIntegers(text, options.itemsOf === undefined)) {
-        const under = options.itemsOf !== undefined && found.path[0] === options.itemsOf && typeof found.path[1] === 'number' ? where(found.path) : '';
-        if (!inexact.has(under)) inexact.set(under, found);
-      }
-    }
-    const found = inexact.get(where(path));
+    checkValue(item, path, depth);
+    const found = inexact?.get(itemKey(path));
     if (found) {
       const at = pathText(found.path);
       throw new JsonTextError('number', `${at ?? 'the request body'}: the integer ${found.token} is beyond what a JSON number carries exactly here (±9007199254740991); send it as a string`, at);
@@ -120,6 +117,19 @@ export function parseJsonText(text: string, options: { itemsOf?: string } = {}):
   return body;
 }
 
+/** A batch item's key (`documents`, 3), or '' for the body outside the items. */
+const itemKey = (path: Array<string | number>) => (path.length < 2 ? '' : `${path[0]}\u0000${path[1]}`);
+
+/** The first inexact integer of the body outside the items, and of each item (`itemsOf`). */
+function inexactIntegersByItem(text: string, itemsOfField: string | undefined): Map<string, InexactInteger> {
+  const byItem = new Map<string, InexactInteger>();
+  for (const found of inexactIntegers(text, itemsOfField === undefined)) {
+    const key = found.path[0] === itemsOfField && typeof found.path[1] === 'number' ? itemKey(found.path) : '';
+    if (!byItem.has(key)) byItem.set(key, found);
+  }
+  return byItem;
+}
+
 function itemsOf(value: unknown, field: string): unknown[] | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, field)) return undefined;
   const items = (value as Record<string, unknown>)[field];
@@ -130,9 +140,10 @@ function itemsOf(value: unknown, field: string): unknown[] | undefined {
  * Counts `{` and `[` (containers) and `:` (object members) outside strings, stopping once one
  * count is past its limit (about 3 ms per MB).
  */
-function structureExceeding(text: string): 'containers' | 'members' | undefined {
+function structureExceeding(text: string): 'containers' | 'members' | 'values' | undefined {
   let containers = 0;
   let members = 0;
+  let separators = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -142,15 +153,16 @@ function structureExceeding(text: string): 'containers' | 'members' | undefined 
     } else if (c === 0x22) inString = true;
     else if ((c === 0x7b || c === 0x5b) && ++containers > MAX_JSON_CONTAINERS) return 'containers';
     else if (c === 0x3a && ++members > MAX_JSON_MEMBERS) return 'members';
+    // (Values: one more than the commas between them.)
+    else if (c === 0x2c && ++separators >= MAX_JSON_VALUES) return 'values';
   }
   return undefined;
 }
 
 // The path is one array, pushed and popped, so a large body costs no allocation per value.
-function checkValue(value: unknown, path: Array<string | number>, depth: number, seen: { unsafeInteger: boolean }): void {
+function checkValue(value: unknown, path: Array<string | number>, depth: number): void {
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new JsonTextError('number', `${describe(path)} is a number too large to carry (beyond ±1.8e308)`, pathText(path));
-    if (Number.isInteger(value) && !Number.isSafeInteger(value)) seen.unsafeInteger = true;
     return;
   }
   if (typeof value === 'string') {
@@ -166,7 +178,7 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number,
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       path.push(i);
-      checkValue(value[i], path, depth + 1, seen);
+      checkValue(value[i], path, depth + 1);
       path.pop();
     }
     return;
@@ -175,7 +187,7 @@ function checkValue(value: unknown, path: Array<string | number>, depth: number,
     if (!key.isWellFormed()) throw new JsonTextError('surrogate', `a key in ${describe(path)} contains an unpaired UTF-16 surrogate`, pathText(path));
     if (key === '__proto__') throw new JsonTextError('key', `${describe(path)} has a key named __proto__, which is not accepted`, pathText(path));
     path.push(key);
-    checkValue((value as Record<string, unknown>)[key], path, depth + 1, seen);
+    checkValue((value as Record<string, unknown>)[key], path, depth + 1);
     path.pop();
   }
 }
@@ -195,8 +207,7 @@ interface InexactInteger {
  */
 function inexactIntegers(text: string, firstOnly: boolean): InexactInteger[] {
   const found: InexactInteger[] = [];
-  // (A body repeating one number, as a bulk upload may, decides it once.)
-  const verdicts = new Map<string, boolean>();
+  let longNumbers = 0;
   const path: Array<string | number> = [];
   const arrays: boolean[] = [];
   let expectingKey = false;
@@ -231,9 +242,9 @@ function inexactIntegers(text: string, firstOnly: boolean): InexactInteger[] {
       const start = i;
       while (i + 1 < text.length && isNumberCharacter(text.charCodeAt(i + 1))) i++;
       const token = text.slice(start, i + 1);
-      let inexact = verdicts.get(token);
-      if (inexact === undefined) verdicts.set(token, (inexact = isInexactInteger(token)));
-      if (inexact) {
+      if (significantDigits(token) <= 15) continue; // reads back as written (DBL_DIG)
+      if (++longNumbers > MAX_JSON_LONG_NUMBERS) throw new JsonTextError('size', `request body holds more than ${MAX_JSON_LONG_NUMBERS} numbers of more than 15 digits`);
+      if (isInexactInteger(token)) {
         found.push({ path: [...path], token });
         if (firstOnly) break;
       }
@@ -247,15 +258,18 @@ const isNumberCharacter = (c: number) => (c >= 0x30 && c <= 0x39) || c === 0x2d 
 
 const PLAIN_INTEGER = /^-?\d+$/;
 
-function isInexactInteger(token: string): boolean {
-  // A decimal of at most 15 significant digits reads back as written from a double (DBL_DIG).
+/** The digits of a number token before its exponent (leading zeros included: an upper bound). */
+function significantDigits(token: string): number {
   let digits = 0;
   for (let i = 0; i < token.length; i++) {
     const c = token.charCodeAt(i);
     if (c === 0x65 || c === 0x45) break;
     if (c >= 0x30 && c <= 0x39) digits++;
   }
-  if (digits <= 15) return false;
+  return digits;
+}
+
+function isInexactInteger(token: string): boolean {
   const value = Number(token);
   if (!Number.isInteger(value) || Number.isSafeInteger(value)) return false;
   const printed = String(value);
@@ -276,13 +290,15 @@ function integerDecimal(token: string): string | undefined {
   const match = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(token);
   if (!match) return undefined;
   const fraction = match[3] ?? '';
-  let digits = (match[2]! + fraction).replace(/^0+/, '');
-  let exponent = Number(match[4] ?? 0) - fraction.length;
-  const trailing = digits.length - digits.replace(/0+$/, '').length;
-  digits = digits.slice(0, digits.length - trailing);
-  exponent += trailing;
-  if (digits === '') return '0';
-  return exponent < 0 ? undefined : `${match[1]}${digits}e${exponent}`;
+  const all = match[2]! + fraction;
+  // Zeros trimmed by index, not by regex: /0+$/ backtracks quadratically on `10000…0001`.
+  let start = 0;
+  while (start < all.length && all.charCodeAt(start) === 0x30) start++;
+  let end = all.length;
+  while (end > start && all.charCodeAt(end - 1) === 0x30) end--;
+  if (start === end) return '0';
+  const exponent = Number(match[4] ?? 0) - fraction.length + (all.length - end);
+  return exponent < 0 ? undefined : `${match[1]}${all.slice(start, end)}e${exponent}`;
 }
 
 const startsWith = (path: Array<string | number>, prefix: Array<string | number>) => prefix.every((step, i) => path[i] === step);

@@ -1,4 +1,4 @@
-import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, nulField, parseJsonText, RefusedJsonItem } from '../../../src/json-text';
+import { JsonTextError, MAX_JSON_CONTAINERS, MAX_JSON_DEPTH, MAX_JSON_LONG_NUMBERS, MAX_JSON_MEMBERS, MAX_JSON_VALUES, nulField, parseJsonText, RefusedJsonItem } from '../../../src/json-text';
 
 const nested = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 const failure = (text: string): JsonTextError => {
@@ -95,6 +95,20 @@ describe('parseJsonText', () => {
     expect(parseJsonText('{"a":1e23,"b":9223372036854776000,"c":12345678901234567000,"d":1.7976931348623157e308}')).toEqual({ a: 1e23, b: 2 ** 63, c: 12345678901234567000, d: Number.MAX_VALUE });
     const stored = { order_id: 12345678901234567891.5 };
     expect(parseJsonText(JSON.stringify(stored))).toEqual(stored);
+  });
+
+  test('long runs of zeros inside a number are read in one pass (a trailing-zero regex backtracked on them)', () => {
+    const zeros = 100_000;
+    expect(parseJsonText(`{"x":1${'0'.repeat(zeros)}1e-${zeros - 17}}`)).toEqual({ x: Number(`1${'0'.repeat(zeros)}1e-${zeros - 17}`) });
+    expect(failure(`{"x":9${'0'.repeat(20)}3e0}`).path).toBe('x');
+  });
+
+  test(`at most ${MAX_JSON_LONG_NUMBERS} numbers of more than 15 digits, and ${MAX_JSON_VALUES} values, in a body`, () => {
+    const long = (count: number) => `[${Array.from({ length: count }, (_, i) => String(18014398509486080 + i * 16)).join(',')}]`;
+    expect(parseJsonText(long(MAX_JSON_LONG_NUMBERS))).toHaveLength(MAX_JSON_LONG_NUMBERS);
+    expect(failure(long(MAX_JSON_LONG_NUMBERS + 1))).toMatchObject({ kind: 'size', message: `request body holds more than ${MAX_JSON_LONG_NUMBERS} numbers of more than 15 digits` });
+    expect(parseJsonText(`[${Array(MAX_JSON_VALUES).fill('1').join(',')}]`)).toHaveLength(MAX_JSON_VALUES);
+    expect(failure(`[${Array(MAX_JSON_VALUES + 1).fill('1').join(',')}]`)).toMatchObject({ kind: 'size', message: `request body holds more than ${MAX_JSON_VALUES} values` });
   });
 
   test('the refusal names where the inexact integer is, not an equal number elsewhere', () => {
