@@ -443,9 +443,26 @@ export function altTextInstructions(request: AltTextRequest): string {
   ].join('\n');
 }
 
+const QUOTES = new Set(['"', "'", '“', '”']);
+
+/** `text` without the quotes wrapping it (any run of them at either end). */
+function trimQuotes(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && QUOTES.has(text[start]!)) start++;
+  while (end > start && QUOTES.has(text[end - 1]!)) end--;
+  return text.slice(start, end);
+}
+
 /** One line, no wrapping quotes, at most `maxLength` characters (cut at a word boundary). */
 export function cleanAltText(text: string, maxLength: number): string {
-  let result = text.replace(/\s+/g, ' ').trim().replace(/^["'“”]+|["'“”]+$/g, '').trim();
+  // Quotes trimmed by index (an end-anchored regex backtracks on long quote runs), then the text
+  // cut well past the limit, so what follows is bounded however long the model's answer.
+  let result = trimQuotes(text.replace(/\s+/g, ' ').trim()).trim();
+  if (result.length > 8 * maxLength + 64) {
+    result = result.slice(0, 8 * maxLength + 64);
+    if (/[\uD800-\uDBFF]$/.test(result)) result = result.slice(0, -1); // not half an emoji
+  }
   // Lengths are characters (code points): cutting UTF-16 units could split an emoji and
   // leave half a surrogate pair, which is not valid Unicode.
   const characters = [...result];

@@ -52,7 +52,11 @@ export function parseDirectives(input: string): Directives {
     if (!Number.isInteger(n) || n < 0) throw new DirectiveError(`directive [[${name}:${value ?? ''}]] needs a non-negative integer`);
     return n;
   };
+  // Only the text up to the last `]]` can hold a directive: past it, every `[[` would scan to
+  // the end and fail, and thousands of them would take the simulator seconds.
+  const end = input.lastIndexOf(']]') + 2;
   directives.text = input
+    .slice(0, end)
     .replace(DIRECTIVE, (_match, name: string, value: string | undefined) => {
       switch (name) {
         case 'tool':
@@ -141,6 +145,7 @@ export function parseDirectives(input: string): Directives {
       }
       return '';
     })
+    .concat(input.slice(end))
     .replace(/\s+/g, ' ')
     .trim();
   return directives;

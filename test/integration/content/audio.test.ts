@@ -169,6 +169,10 @@ describe('POST /v1/audio/transcriptions', () => {
       const response = await fetch(`${env.api.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': type }, body: raw });
       expect((await expectError(response, 400, 'invalid_request_error')).message).toMatch(/more than 32 multipart parts|not a readable multipart|needs its boundary/);
     }
+    // Nor may a part's headers run on (megabytes of header lines kept the form reader busy for seconds).
+    const longHeaders = `--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n${'a:\r\n'.repeat(5000)}\r\nRIFF\r\n--XyZ--\r\n`;
+    const headersResponse = await fetch(`${env.api.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.key}`, 'content-type': 'multipart/form-data; boundary=XyZ' }, body: longHeaders });
+    expect((await expectError(headersResponse, 400, 'invalid_request_error')).message).toBe('request body holds a multipart part whose headers exceed 16384 bytes');
     // And an error names a few unknown fields, not all of them.
     const unknown = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, 'x']));
     expect((await expectError(await upload(withFile('a.wav', 'audio/wav', unknown)), 400, 'invalid_request_error')).message).toMatch(/Unrecognized keys: "f0", .*"f9" and 10 more$/);

@@ -546,6 +546,16 @@ describe('upstream failures', () => {
     expect(rows).toHaveLength(0);
   });
 
+  test.each(['openai/gpt-4o', 'anthropic/claude-haiku-4-5'])('%s: a stream that breaks after it began but before the model wrote anything ends with the error chunk and is not billed (as a run\'s call is not)', async (model) => {
+    const response = await post({ model, stream: true, messages: [{ role: 'user', content: 'x [[cut:1]]' }] });
+    expect(response.status).toBe(200);
+    const events = (await response.text()).trim().split('\n\n').map((event) => event.replace(/^data: /, ''));
+    expect(JSON.parse(events.at(-1)!).error).toMatchObject({ type: 'upstream_error', code: 502 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { rows } = await env.api.deps.db.query('SELECT 1 FROM usage_records WHERE request_id = $1', [response.headers.get('x-request-id')]);
+    expect(rows).toHaveLength(0);
+  });
+
   test.each(['openai/gpt-4o', 'anthropic/claude-haiku-4-5', 'google/gemini-2.0-flash'])('%s: a rate limit reported mid-stream stays a rate limit (429 in the error chunk)', async (model) => {
     const response = await post({ model, stream: true, messages: [{ role: 'user', content: '[[tokens:20]] [[stream-error:429]]' }] });
     const events = (await response.text()).trim().split('\n\n').map((event) => event.replace(/^data: /, ''));

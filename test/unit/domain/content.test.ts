@@ -16,6 +16,12 @@ describe('cleanAltText', () => {
   });
 });
 
+test('cleanAltText: quotes wrapping the answer are dropped however many; a long answer is read only as far as needed', () => {
+  expect(cleanAltText(`${'"'.repeat(50_000)}A cat${'"'.repeat(50_000)}`, 125)).toBe('A cat');
+  expect(cleanAltText(`x${'"'.repeat(100_000)}x`, 10)).toBe(`x${'"'.repeat(9)}`);
+  expect(cleanAltText(`“A dog on a sofa”`, 125)).toBe('A dog on a sofa');
+});
+
 describe('checkImageRequest', () => {
   test('prompt limits count characters: 4000 emoji pass for dall-e-3, 4001 do not', () => {
     const request = (prompt: string) => ({ model: 'openai/dall-e-3', prompt }) as ImageGenerationRequest;

@@ -65,6 +65,19 @@ function boundaryOf(contentType: string): string | undefined {
   }
 }
 
+const MAX_PART_HEADER_BYTES = 16 * 1024;
+
+/** Whether every part's header block (after a delimiter, up to its blank line) is within MAX_PART_HEADER_BYTES. */
+function partHeadersBounded(raw: Buffer, delimiter: string): boolean {
+  for (let at = raw.indexOf(delimiter); at >= 0; at = raw.indexOf(delimiter, at + delimiter.length)) {
+    const start = at + delimiter.length;
+    if (raw.subarray(start, start + 2).toString('latin1') === '--') return true; // the closing delimiter
+    const end = raw.indexOf('\r\n\r\n', start);
+    if (end < 0 || end - start > MAX_PART_HEADER_BYTES) return false;
+  }
+  return true;
+}
+
 /** How many times `raw` holds `needle`, counting no further than `cap`. */
 function countUpTo(raw: Buffer, needle: string, cap: number): number {
   let count = 0;
@@ -90,6 +103,8 @@ async function fromUpload(ctx: AppContext): Promise<Transcription> {
   if (delimiters > MAX_UPLOAD_PARTS + 1) throw badRequest(`request body holds more than ${MAX_UPLOAD_PARTS} multipart parts`);
   // (A body without two delimiters of that boundary holds no part: the boundary was read otherwise.)
   if (delimiters < 2) throw badRequest('request body is not a readable multipart/form-data upload');
+  // Nor may a part's headers run on: megabytes of header lines keep the form reader busy for seconds.
+  if (!partHeadersBounded(raw, `--${boundary}`)) throw badRequest(`request body holds a multipart part whose headers exceed ${MAX_PART_HEADER_BYTES} bytes`);
   let form: FormData;
   try {
     form = await new Response(raw, { headers: { 'content-type': ctx.get('content-type') } }).formData();

@@ -137,7 +137,8 @@ export function createGateway(deps: Deps, options: GatewayOptions = {}): Gateway
       } catch (error) {
         return relayUpstreamFailure(ctx, error);
       }
-      await meter(ctx, request.model, await writeSse(ctx, parts, shape.sse(), request));
+      const usage = await writeSse(ctx, parts, shape.sse(), request);
+      if (usage) await meter(ctx, request.model, usage);
     },
   };
 }

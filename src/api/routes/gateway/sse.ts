@@ -54,7 +54,7 @@ export const shuttingDown = (): ApiError => new ApiError(503, 'service_unavailab
  * stream still running when the server's drain window ends (src/net/graceful-close.ts)
  * ends as an upstream failure would: the protocol's error event, billed for what was produced.
  */
-export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>, protocol: SseProtocol, request: UnifiedRequest): Promise<Usage> {
+export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>, protocol: SseProtocol, request: UnifiedRequest): Promise<Usage | undefined> {
   ctx.respond = false;
   ctx.status = 200;
   const res = ctx.res;
@@ -109,6 +109,7 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
   // between parts, before the parser could report the partial usage itself.
   let producedChars = 0;
   let exhausted = false;
+  let finished = false;
   let cutShort = false;
   try {
     for (;;) {
@@ -130,7 +131,10 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
       const part = next.value;
       if (part.type === 'stream-start') opened = part.usage;
       if (part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-input-delta') producedChars += part.delta.length;
-      if (part.type === 'finish') usage = part.usage;
+      if (part.type === 'finish') {
+        usage = part.usage;
+        finished = true;
+      }
       if (part.type === 'error') {
         usage = part.usage;
         if (res.destroyed) {
@@ -157,5 +161,8 @@ export async function writeSse(ctx: AppContext, parts: AsyncIterable<StreamPart>
     }
     if (!res.destroyed) res.end();
   }
+  // A stream that ended before the model produced anything (broken, cut short, or left by its
+  // client) is not charged, as an agent run's call is not: only a finished one or output is.
+  if (!finished && producedChars === 0) return undefined;
   return usage ?? partialUsage(opened ?? emptyUsage(), request, producedChars);
 }
