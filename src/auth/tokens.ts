@@ -32,7 +32,8 @@ export interface BrowserTokenClaims {
 const derive = (secret: string, purpose: string): Buffer => createHash('sha256').update(`${purpose}:${secret}`).digest();
 
 export async function signBrowserToken(config: Config, claims: BrowserTokenClaims, ttlSeconds = BROWSER_TOKEN_DEFAULT_TTL_SECONDS): Promise<{ token: string; expiresAt: Date }> {
-  const expiresAt = new Date(Date.now() + ttlSeconds * 1000);
+  // Whole seconds, as the token's `exp` holds it: the expiry returned is the one enforced.
+  const expiresAt = new Date(Math.floor((Date.now() + ttlSeconds * 1000) / 1000) * 1000);
   const token = await new SignJWT({
     scope: BROWSER_TOKEN_SCOPE,
     account_id: claims.accountId,
@@ -67,7 +68,7 @@ export async function verifyBrowserToken(config: Config, token: string): Promise
 // ---- identity-provider tokens
 
 /** Ed25519 private key from a 32-byte seed (PKCS#8 DER prefix for Ed25519). */
-function devIssuerKey(config: Config): { privateKey: KeyObject; publicKey: KeyObject } {
+export function devIssuerKey(config: Config): { privateKey: KeyObject; publicKey: KeyObject } {
   const prefix = Buffer.from('302e020100300506032b657004220420', 'hex');
   const privateKey = createPrivateKey({ key: Buffer.concat([prefix, derive(config.GATEWAY_SECRET, 'dev-idp')]), format: 'der', type: 'pkcs8' });
   return { privateKey, publicKey: createPublicKey(privateKey) };
@@ -115,9 +116,13 @@ function remoteKeySet(url: string): JWTVerifyGetKey {
   return keySet;
 }
 
+const IDP_CLOCK_TOLERANCE_SECONDS = 5;
+
 export async function verifyIdpToken(config: Config, token: string): Promise<IdpClaims> {
   const key = config.OIDC_JWKS_URL ? remoteKeySet(config.OIDC_JWKS_URL) : devIssuerKey(config).publicKey;
-  const { payload } = await jwtVerify(token, key as KeyObject, { issuer: config.OIDC_ISSUER, audience: config.OIDC_AUDIENCE });
+  // `exp` is required (OIDC makes it so; a token without one would never expire); a few seconds
+  // of leeway for an identity provider whose clock runs ahead of or behind this one.
+  const { payload } = await jwtVerify(token, key as KeyObject, { issuer: config.OIDC_ISSUER, audience: config.OIDC_AUDIENCE, requiredClaims: ['exp'], clockTolerance: IDP_CLOCK_TOLERANCE_SECONDS });
   const accountIds = Array.isArray(payload.account_ids) ? payload.account_ids.map(String) : [];
   if (!payload.sub) throw new joseErrors.JWTClaimValidationFailed('token has no subject', payload, 'sub', 'missing');
   return { subject: payload.sub, accountIds };

@@ -6,7 +6,8 @@ import { authenticate } from '../../src/auth/middleware';
 import { rateLimit } from '../../src/api/middleware/rate-limit';
 import { assertCredits, chargeUsage, callerFields } from '../../src/billing/usage';
 import { getBalanceNano } from '../../src/billing/credits';
-import { signBrowserToken, signDevIdpToken } from '../../src/auth/tokens';
+import { decodeJwt, SignJWT } from 'jose';
+import { devIssuerKey, signBrowserToken, signDevIdpToken } from '../../src/auth/tokens';
 import { revokeApiKey } from '../../src/store/api-keys';
 import type { AppContext, AppState } from '../../src/api/types';
 import { startApi, type TestApi } from '../support/harness';
@@ -190,6 +191,24 @@ describe('other credentials', () => {
     const response = await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(token) });
     expect(await json(response)).toEqual({ subject: 'user-1' });
     expect((await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(tenant.key) })).status).toBe(403);
+  });
+
+  test('identity-provider token: one without `exp` never expires, so it is refused; a few seconds of clock skew are allowed', async () => {
+    const { privateKey } = devIssuerKey(api.deps.config);
+    const sign = (edit: (jwt: SignJWT) => SignJWT) =>
+      edit(new SignJWT({ account_ids: [tenant.accountId] }).setProtectedHeader({ alg: 'EdDSA', typ: 'JWT' }).setSubject('user-1').setIssuer(api.deps.config.OIDC_ISSUER).setAudience(api.deps.config.OIDC_AUDIENCE)).sign(privateKey);
+    const status = async (token: string) => (await fetch(`${api.url}/v1/_probe/analytics`, { headers: bearer(token) })).status;
+    expect(await status(await sign((jwt) => jwt))).toBe(401);
+    const now = Math.floor(Date.now() / 1000);
+    expect(await status(await sign((jwt) => jwt.setNotBefore(now + 2).setExpirationTime(now + 60)))).toBe(200);
+    expect(await status(await sign((jwt) => jwt.setNotBefore(now + 60).setExpirationTime(now + 120)))).toBe(401);
+    expect(await status(await sign((jwt) => jwt.setExpirationTime(now - 60)))).toBe(401);
+  });
+
+  test('a browser token expires exactly when it says: expires_at is its exp', async () => {
+    const { token, expiresAt } = await signBrowserToken(api.deps.config, { accountId: tenant.accountId, projectId: tenant.projectId, agentId: 'a' }, 60);
+    const { exp } = decodeJwt(token);
+    expect(expiresAt.getTime()).toBe(exp! * 1000);
   });
 
   test('identity-provider token: one that grants no account is 403; keys that cannot be fetched are 503, not 401', async () => {
