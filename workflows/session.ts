@@ -75,6 +75,12 @@ const DELETED_SESSION_ENDS_PATCH = 'deleted-session-ends';
 // Histories recorded before a run's end continued as new when Temporal suggested it: a session
 // whose queue never emptied then grew one execution's history without bound.
 const CONTINUE_AT_RUN_END_PATCH = 'continue-at-run-end';
+// Histories recorded before an interrupt that came first won over the run timer firing while
+// the interrupted call was still being cancelled (the run ended run_timeout).
+const INTERRUPT_BEFORE_TIMEOUT_PATCH = 'interrupt-before-timeout';
+// Histories recorded before a pause's deadline looked for results the api had accepted but
+// whose signal had not come (late or lost): the run was abandoned with its results stored.
+const ABANDON_RECHECK_PATCH = 'abandon-recheck';
 const bookkeepingActivities = {
   startRunCycle: (input: Parameters<Activities['startRunCycle']>[0]) =>
     (patched(LOCAL_BOOKKEEPING_PATCH) ? localBookkeeping : remoteBookkeeping).startRunCycle(input),
@@ -170,6 +176,9 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
     // The run's timer counts active execution across its cycles (a pause for client tools
     // does not count: run_abandoned covers that); workflow time is deterministic.
     const timerScope = startTimer(Math.max(1, cycle.limits.runTimeoutMs - activeMsSoFar), () => {
+      // An interrupt that came first ends the run as the user asked, though its call is still
+      // being cancelled (that takes up to a heartbeat) when the timer fires.
+      if (interruptRequested && patched(INTERRUPT_BEFORE_TIMEOUT_PATCH)) return;
       timedOut = true;
       scope.cancel();
     });
@@ -309,13 +318,17 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<void
           throw error;
         }
         if (interruptRequested) return { kind: 'interrupted' };
-        if (!signalled) return { kind: 'abandoned' };
+        // At the deadline, results the api accepted just before it (their signal late or lost)
+        // still resume the run: it is abandoned only when the log holds none.
+        const deadline = !signalled;
+        if (deadline && !patched(ABANDON_RECHECK_PATCH)) return { kind: 'abandoned' };
         signalled = false;
         const cycle = await bookkeeping.startRunCycle({ sessionId, cycleKey: uuid4(), holding: paused.runId, execution });
         if (cycle.kind === 'resume' && cycle.runId === paused.runId) return { kind: 'resume', cycle };
         // A claimed start while paused means the log no longer holds this pause (no message is
         // accepted while a run is paused): run what the log holds.
         if (cycle.kind === 'start' && patched(PAUSE_SUPERSEDED_PATCH)) return { kind: 'superseded', cycle };
+        if (deadline) return { kind: 'abandoned' };
       }
     } finally {
       timerScope.cancel();

@@ -48,7 +48,8 @@ export async function createAgentAndSession(deps: Deps, projectId: string, agent
 }
 
 /** Appends events under the session lock as the events API does, then signals the workflow. */
-export async function sendEvents(deps: Deps, session: { sessionId: string; agentId: string; projectId: string }, events: Array<{ type: string; content: unknown[] }>) {
+/** Appends events as the api does, then signals the workflow (unless `signal: false`: the api's signal was lost). */
+export async function sendEvents(deps: Deps, session: { sessionId: string; agentId: string; projectId: string }, events: Array<{ type: string; content: unknown[] }>, options: { signal?: boolean } = {}) {
   let interruptRun: string | null = null;
   await withTransaction(deps.db, async (client) => {
     const locked = (await lockSession(client, session.sessionId))!;
@@ -67,6 +68,7 @@ export async function sendEvents(deps: Deps, session: { sessionId: string; agent
       [session.sessionId, JSON.stringify([...pending]), startsRun ? runId : null],
     );
   });
+  if (options.signal === false) return;
   const title = (await deps.db.query<{ title: string | null }>('SELECT title FROM sessions WHERE id = $1', [session.sessionId])).rows[0]?.title;
   const ref = { id: session.sessionId, project_id: session.projectId, agent_id: session.agentId, title };
   if (interruptRun) await signalSession(deps, ref, 'interrupt', interruptRun);

@@ -393,6 +393,16 @@ test('a pause nobody answers ends with session.error run_abandoned', async () =>
   expect(events.filter((e) => e.type === 'session.status_idle')[0]!.stop_reason).toBe('client_tool_use');
 });
 
+test("results the api accepted before a pause's deadline whose signal never came resume the run at the deadline, not abandon it", async () => {
+  const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'slow_tool', input_schema: { type: 'object' } }] });
+  await sendEvents(api.deps, session, [{ type: 'user.message', content: text('[[tool:slow_tool {}]]') }]);
+  const { events } = await waitForEvent(api.deps, session.sessionId, 'closing');
+  const call = events.find((e) => e.type === 'agent.tool_use')!.content[0];
+  await sendEvents(api.deps, session, [{ type: 'user.tool_result', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'done' }] }], { signal: false });
+  const { event } = await waitForEvent(api.deps, session.sessionId, 'closing', 2, 20_000);
+  expect(event).toMatchObject({ type: 'session.status_idle', stop_reason: 'end_turn' });
+});
+
 test('the recorded history of a paused-and-resumed run replays deterministically against the current code', async () => {
   const { replaySession } = await import('../../../src/temporal/replay');
   const session = await createAgentAndSession(api.deps, tenant.projectId, { tools: [{ name: 'lookup', input_schema: { type: 'object' } }] });
