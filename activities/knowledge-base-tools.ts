@@ -1,7 +1,7 @@
 import type { Deps } from '../src/deps';
 import { fetchDocument, searchCollection, type CitationData } from '../src/search/grounding';
 import { SearchUnavailableError } from '../src/search/errors';
-import { backoffMs } from '../src/store/db';
+import { backoffMs, pause } from '../src/backoff';
 import type { FilterCeiling } from '../src/domain/kb';
 import { toolErrorEnvelope } from '../src/domain/run-tools';
 import type { KnowledgeBaseCall, ToolAnswer } from './server-tools';
@@ -26,7 +26,7 @@ export function createKnowledgeBaseTool(deps: Deps) {
         // down after that: the model is told, and may try again or answer without it, rather
         // than the run failing as an internal error.
         if (attempt >= SEARCH_RETRIES) return failure('unavailable', 'the knowledge base is unavailable right now; try again shortly', undefined, true);
-        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt + 1, 2000)));
+        await pause(backoffMs(attempt + 1, 2000));
       }
     }
   };

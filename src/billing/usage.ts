@@ -1,6 +1,7 @@
 import type { Pool } from 'pg';
 import type { ActorType, AuthMethod, Principal } from '../auth/principal';
-import { backoffMs, type Queryable } from '../store/db';
+import { backoffMs, pause } from '../backoff';
+import type { Queryable } from '../store/db';
 import { dataFault, databaseNotReached } from '../store/db-errors';
 
 export { assertCredits } from './credits';
@@ -202,7 +203,7 @@ export const UNREACHED_RETRY_FOR_MS = 10 * 60_000;
  * connect timeout under load, a restart), with back-off. A completion already served is then
  * still billed once Postgres answers, instead of being lost.
  */
-export async function retryUnapplied(write: () => Promise<void>, sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))): Promise<void> {
+export async function retryUnapplied(write: () => Promise<void>, sleep: (ms: number) => Promise<void> = pause): Promise<void> {
   let conflicts = 0;
   let unreached = 0;
   let waited = 0;

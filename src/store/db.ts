@@ -1,4 +1,5 @@
 import { Client, Pool, type PoolClient } from 'pg';
+import { backoffMs, pause } from '../backoff';
 import { databaseUnavailable } from './db-errors';
 
 export type Db = Pool;
@@ -96,18 +97,3 @@ export async function retryWhileDatabaseUnavailable<T>(work: () => Promise<T>, o
   }
 }
 
-/** Back-off before attempt `attempt + 1` (from 0): 250 ms doubling, at most `capMs`. */
-export const backoffMs = (attempt: number, capMs: number): number => Math.min(250 * 2 ** attempt, capMs);
-
-/** Waits `ms`, or less when `signal` aborts. */
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}

@@ -1,4 +1,5 @@
-import { backoffMs, retryWhileDatabaseUnavailable } from '../../../src/store/db';
+import { backoffMs } from '../../../src/backoff';
+import { retryWhileDatabaseUnavailable } from '../../../src/store/db';
 
 const unavailable = () => Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
 
